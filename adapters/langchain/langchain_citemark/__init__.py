@@ -1,0 +1,3 @@
+"""LangChain integration for citemark."""
+
+__all__: list[str] = []

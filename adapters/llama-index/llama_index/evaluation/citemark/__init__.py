@@ -1,0 +1,3 @@
+"""citemark for LlamaIndex: evaluation."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""citemark for LlamaIndex: postprocessor."""
+
+__all__: list[str] = []

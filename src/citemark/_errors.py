@@ -1,0 +1,166 @@
+"""The citemark error tree.
+
+Every error citemark raises on purpose derives from `CitemarkError`. The tree is
+drawn once, here and in ``docs/errors.md``::
+
+    CitemarkError
+    ├── SynthesisError            the synthesis contract failed
+    │   ├── NoSourcesError        nothing citable was given
+    │   └── MarkerOutOfRangeError an answer cited [n] outside 1..N
+    ├── QueryRewriteError         a query rewrite came back blank
+    ├── JudgeError                a judge reply failed to parse or validate
+    └── ChatError                 the model transport or provider failed
+
+`QueryRewriteError`, `JudgeError` and `ChatError` are siblings of
+`SynthesisError`, not subclasses: a caller who catches synthesis failures must not
+swallow a broken transport by accident.
+
+Messages carry structural facts only (marker numbers, counts, identities, HTTP
+statuses). Answers, source text, queries and provider bodies are untrusted and never
+enter a message; the same facts travel as attributes so handlers need not parse
+the message. None of these classes derives from `RuntimeError`, because LlamaIndex's
+sync path rewrites a `RuntimeError` into an unrelated "nested async" error, nor
+from LangChain's ``OutputParserException``, because LangChain's fixing and retrying
+parsers catch that type and "repair" a fabricated citation into a plausible one.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChatError",
+    "CitemarkError",
+    "JudgeError",
+    "MarkerOutOfRangeError",
+    "NoSourcesError",
+    "QueryRewriteError",
+    "SynthesisError",
+]
+
+# Integers with more digits than this are described by their length in messages:
+# a marker is structural, but a 4,000-digit one would still flood a log line.
+_MAX_PRINTED_DIGITS = 20
+
+
+class CitemarkError(Exception):
+    """Base class of every error citemark raises on purpose."""
+
+
+class SynthesisError(CitemarkError):
+    """Raised when an answer breaks the synthesis contract.
+
+    Raised directly for a blank question or a blank completion; the subclasses
+    name the other ways the contract fails.
+    """
+
+
+class NoSourcesError(SynthesisError):
+    """Raised when there is nothing to cite: the source list is empty.
+
+    It is raised before any model call. Synthesis with nothing citable is not an
+    abstention, it is an invocation error.
+    """
+
+    def __init__(self) -> None:
+        """Create the error; it has no parameters because it has no facts."""
+        msg = "no sources were given: there is nothing an answer could cite"
+        super().__init__(msg)
+
+
+class MarkerOutOfRangeError(SynthesisError):
+    """Raised when an answer cites a marker outside ``1..valid_count``.
+
+    Attributes:
+        marker: The cited integer (``[0]`` gives 0).
+        valid_count: How many sources the answer was given.
+    """
+
+    marker: int
+    valid_count: int
+
+    def __init__(self, marker: int, valid_count: int) -> None:
+        """Create the error from the offending marker and the source count."""
+        self.marker = marker
+        self.valid_count = valid_count
+        shown = str(marker)
+        if len(shown) > _MAX_PRINTED_DIGITS:
+            shown = f"<{len(shown)}-digit number>"
+        noun = "source" if valid_count == 1 else "sources"
+        msg = (
+            f"marker [{shown}] is out of range: the answer was given "
+            f"{valid_count} {noun}, so markers must lie in 1..{valid_count}"
+        )
+        super().__init__(msg)
+
+    def __reduce__(self) -> tuple[type[MarkerOutOfRangeError], tuple[int, int]]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (type(self), (self.marker, self.valid_count))
+
+
+class QueryRewriteError(CitemarkError):
+    """Raised when a query rewrite comes back blank.
+
+    citemark never falls back to the original query: a run with rewriting on must
+    not be indistinguishable from one with it off.
+    """
+
+
+class JudgeError(CitemarkError):
+    """Raised when a judge reply does not parse or fails its schema.
+
+    The message names the kind of failure (error types, known field names), never
+    text taken from the reply.
+    """
+
+
+class ChatError(CitemarkError):
+    """Raised when the model transport or provider fails.
+
+    Covers HTTP error statuses, timeouts, refused connections, malformed provider
+    envelopes and ``null`` content. The provider's response body is never read into
+    the message or the attributes.
+
+    Attributes:
+        provider: The provider name, e.g. ``"openai-compatible"``.
+        model: The model name the request asked for.
+        status: The HTTP status, or ``None`` when no response arrived.
+    """
+
+    provider: str
+    model: str
+    status: int | None
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        provider: str,
+        model: str,
+        status: int | None = None,
+    ) -> None:
+        """Create the error.
+
+        Args:
+            reason: A fixed, structural description written by citemark (for
+                example ``"read timeout"``), never text from the provider.
+            provider: The provider name.
+            model: The model name.
+            status: The HTTP status, or ``None`` when no response arrived.
+        """
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.reason = reason
+        where = f"status {status}" if status is not None else "no response"
+        msg = f"{provider} chat call to model {model!r} failed ({where}): {reason}"
+        super().__init__(msg)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (
+            _rebuild_chat_error,
+            (self.reason, self.provider, self.model, self.status),
+        )
+
+
+def _rebuild_chat_error(reason: str, provider: str, model: str, status: int | None) -> ChatError:
+    return ChatError(reason, provider=provider, model=model, status=status)

@@ -1,0 +1,548 @@
+"""The marker grammar: which ``[n]`` in an answer cite, and where they are.
+
+A marker group is ``[`` INT (``,`` spaces INT)* ``]`` with INT made of ASCII digits
+only (SPEC §3.2). A group cites unless it lies inside code or inside a Markdown link
+destination. Code follows CommonMark: fenced blocks of three or more backticks or
+tildes, closed by a run of the same character at least as long as the opener (an
+unclosed fence runs to the end of its container), and inline code spans, closed by
+the next backtick run of exactly the opener's length, which may cross lines but not
+paragraphs. The text of a link ``[3](https://...)`` cites; its destination does not.
+
+Masking errs towards citing. Where this module cannot tell whether a bracket is
+code (raw HTML, autolinks, link reference definitions), the bracket cites: a marker
+read as a citation by mistake costs a rejection someone can see, while a marker
+hidden by mistake would let a fabricated citation through unseen.
+
+Everything here runs in time linear in the input. The common case, an answer with
+no backtick, tilde or ``](``, is one regular-expression pass.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+__all__ = ["MarkerOccurrence", "MaskedSpan", "masked_spans", "parse_markers"]
+
+
+class MarkerOccurrence(NamedTuple):
+    """One cited integer in an answer.
+
+    ``text[start:end]`` is the integer's ASCII digits; ``text[group_start:group_end]``
+    is the whole bracket group it belongs to (``[1, 2]`` yields two occurrences
+    sharing one group).
+    """
+
+    number: int
+    """The integer, e.g. ``7`` for ``[7]`` and for ``[007]``."""
+    start: int
+    """Offset of the integer's first digit."""
+    end: int
+    """Offset one past the integer's last digit."""
+    group_start: int
+    """Offset of the group's ``[``."""
+    group_end: int
+    """Offset one past the group's ``]``."""
+
+
+class MaskedSpan(NamedTuple):
+    """A range of an answer in which bracket groups do not cite."""
+
+    start: int
+    """Offset of the range's first character."""
+    end: int
+    """Offset one past the range's last character."""
+    kind: str
+    """``"code"`` (a fenced block or an inline code span) or ``"link_destination"``."""
+
+
+# The group pattern. `[0-9]` and never `\d`, which also matches Arabic-Indic,
+# fullwidth and other Unicode digits (SPEC §3.2). Possessive quantifiers keep a
+# failing match from backtracking, so `[1,1,1,...` with no `]` stays linear.
+GROUP_PATTERN = re.compile(r"\[([0-9]++(?:, *+[0-9]++)*+)\]")
+_INT = re.compile(r"[0-9]++")
+
+# Integers longer than this are not converted exactly: CPython refuses (and would
+# take quadratic time on) longer digit strings. Such a marker is out of range for any
+# source list, so it is recorded as this value, which is larger than any real count.
+_MAX_DIGITS = 4000
+OVERSIZED_MARKER: int = 10**_MAX_DIGITS
+
+
+def parse_markers(text: str) -> tuple[MarkerOccurrence, ...]:
+    """Return every cited integer in ``text``, in order, with its offsets.
+
+    Never raises on any string. Bracket groups inside code or link destinations are
+    left out (see the module docstring); ``[1, 2]`` yields two occurrences.
+
+    Example:
+        ```python
+        from citemark import parse_markers
+
+        occ = parse_markers("Patents end on filing [3], see `arr[1]` [1, 2].")
+        print([o.number for o in occ])
+        #> [3, 1, 2]
+        ```
+    """
+    out: list[MarkerOccurrence] = []
+    for group in _groups(text):
+        group_start, group_end = group.span()
+        for digits in _INT.finditer(text, group_start + 1, group_end - 1):
+            out.append(  # noqa: PERF401 - two loops, one append
+                MarkerOccurrence(
+                    marker_number(digits.group()),
+                    digits.start(),
+                    digits.end(),
+                    group_start,
+                    group_end,
+                )
+            )
+    return tuple(out)
+
+
+def group_bodies(text: str) -> list[str]:
+    """Return the inside of every citing group (``"1"``, ``"1, 2"``), in order.
+
+    The fast path `citemark.resolve` uses: no offsets, no per-occurrence objects.
+    """
+    if not _may_mask(text):
+        return GROUP_PATTERN.findall(text)
+    return [m.group(1) for m in _groups(text)]
+
+
+def marker_number(digits: str) -> int:
+    """Convert a marker's ASCII digits to its integer, bounded (see OVERSIZED_MARKER)."""
+    if len(digits) > _MAX_DIGITS:
+        digits = digits.lstrip("0") or "0"
+        if len(digits) > _MAX_DIGITS:
+            return OVERSIZED_MARKER
+    return int(digits)
+
+
+def masked_spans(text: str) -> list[MaskedSpan]:
+    """Return the sorted, disjoint ranges of ``text`` in which brackets do not cite."""
+    if not _may_mask(text):
+        return []
+    spans: list[MaskedSpan] = []
+    _BlockScanner(text, spans).run()
+    return spans
+
+
+def _may_mask(text: str) -> bool:
+    # Code needs a backtick or a tilde; a link destination needs "](".
+    return "`" in text or "~" in text or "](" in text
+
+
+def _groups(text: str) -> list[re.Match[str]]:
+    matches = list(GROUP_PATTERN.finditer(text))
+    if not matches or not _may_mask(text):
+        return matches
+    spans = masked_spans(text)
+    if not spans:
+        return matches
+    kept: list[re.Match[str]] = []
+    i = 0
+    for m in matches:
+        pos = m.start()
+        while i < len(spans) and spans[i].end <= pos:
+            i += 1
+        if i < len(spans) and spans[i].start <= pos:
+            continue
+        kept.append(m)
+    return kept
+
+
+# --- block structure --------------------------------------------------------------
+#
+# A simplified CommonMark block parser: just enough structure to know where fenced
+# code starts and ends and which lines form one paragraph (inline code spans and
+# links never cross a paragraph). Containers (block quotes, list items) are tracked
+# so that a fence inside a list item closes with its item, as CommonMark says.
+
+_EOL = re.compile(r"\r\n|\r|\n")
+_BLANK = re.compile(r"[ \t]*+$")
+_QUOTE = re.compile(r" {0,3}>")
+# A list item marker: a bullet, or 1-9 digits and "." or ")", then whitespace or the
+# end of the line.
+_ITEM = re.compile(r" {0,3}([-+*]|([0-9]{1,9})[.)])(?=[ \t]|$)")
+# An opening fence: up to 3 spaces, then 3+ backticks or 3+ tildes, then the info
+# string. A backtick fence's info string may not contain a backtick (then it is an
+# inline code span instead); the caller checks that.
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}+|~{3,}+)(.*+)")
+_CLOSE_BACKTICKS = re.compile(r" {0,3}(`{3,}+)[ \t]*+$")
+_CLOSE_TILDES = re.compile(r" {0,3}(~{3,}+)[ \t]*+$")
+# Leaf blocks that are one line long and end any open paragraph: ATX headings and
+# thematic breaks ("***", "- - -", "___").
+_ATX = re.compile(r" {0,3}#{1,6}+(?:[ \t]|$)")
+_THEMATIC = re.compile(r" {0,3}(?:(?:\*[ \t]*+){3,}+|(?:-[ \t]*+){3,}+|(?:_[ \t]*+){3,}+)$")
+_SETEXT = re.compile(r" {0,3}(?:=++|-++)[ \t]*+$")
+# HTML blocks of CommonMark's types 1-6, which may interrupt a paragraph; their
+# lines are raw HTML, never inline-parsed. Each maps to its end condition.
+_HTML_BLOCK_TAGS = (
+    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|"
+    "dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|"
+    "frameset|h1|h2|h3|h4|h5|h6|head|header|hr|html|iframe|legend|li|link|main|menu|"
+    "menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|table|"
+    "tbody|td|tfoot|th|thead|title|tr|track|ul"
+)
+_HTML_START = re.compile(
+    r" {0,3}(?:"
+    r"(?P<t1><(?:script|pre|style|textarea)(?:[ \t>]|$))"
+    r"|(?P<t2><!--)"
+    r"|(?P<t3><\?)"
+    r"|(?P<t5><!\[CDATA\[)"
+    r"|(?P<t4><![A-Za-z])"
+    rf"|(?P<t6></?(?:{_HTML_BLOCK_TAGS})(?:[ \t>]|/>|$))"
+    r")",
+    re.IGNORECASE,
+)
+_HTML_END = {
+    "t1": re.compile(r"</(?:script|pre|style|textarea)>", re.IGNORECASE),
+    "t2": re.compile(r"-->"),
+    "t3": re.compile(r"\?>"),
+    "t4": re.compile(r">"),
+    "t5": re.compile(r"\]\]>"),
+}
+
+
+class _Container(NamedTuple):
+    quote: bool
+    indent: int  # content column of a list item; unused for quotes
+
+
+class _BlockScanner:
+    """Walks the lines of a text once, emitting fenced blocks and paragraph chunks."""
+
+    def __init__(self, text: str, spans: list[MaskedSpan]) -> None:
+        self.text = text
+        self.spans = spans
+        self.containers: list[_Container] = []
+        self.para_start: int | None = None  # start of the open paragraph's chunk
+        self.para_end = 0
+        self.fence: tuple[re.Pattern[str], int, int] | None = None  # closer, len, start
+        self.html_end: re.Pattern[str] | None = None  # None with html_open: blank ends
+        self.html_open = False
+
+    def run(self) -> None:
+        text = self.text
+        pos = 0
+        n = len(text)
+        while pos < n:
+            eol = _EOL.search(text, pos)
+            line_end = eol.start() if eol else n
+            self._line(pos, line_end)
+            pos = eol.end() if eol else n
+        self._close_leaf(n)
+
+    # One line: match open containers, open new ones, then the leaf block.
+    def _line(self, start: int, end: int) -> None:
+        text = self.text
+        pos = start
+        matched = 0
+        for container in self.containers:
+            if container.quote:
+                m = _QUOTE.match(text, pos, end)
+                if m is None:
+                    break
+                pos = m.end()
+                if pos < end and text[pos] in " \t":
+                    pos += 1
+            elif _BLANK.match(text, pos, end):
+                pos = end
+            else:
+                indent = _indent(text, pos, end)
+                if indent < container.indent:
+                    break
+                pos += container.indent
+            matched += 1
+
+        if matched < len(self.containers):
+            if self._is_lazy_continuation(pos, end):
+                self.para_end = end
+                return
+            self._close_leaf(start)
+            del self.containers[matched:]
+
+        if self.fence is not None:
+            closer, length, _ = self.fence
+            m = closer.match(text, pos, end)
+            if m is not None and len(m.group(1)) >= length:
+                self._close_leaf(end)
+            return
+        if self.html_open:
+            self._html_line(pos, end)
+            return
+
+        pos = self._open_containers(pos, end)
+        self._leaf(pos, end)
+
+    def _is_lazy_continuation(self, pos: int, end: int) -> bool:
+        # A paragraph continues across a line that lost its containers when that
+        # line would otherwise be ordinary paragraph text.
+        if self.para_start is None or _BLANK.match(self.text, pos, end):
+            return False
+        return not self._starts_block(pos, end)
+
+    def _starts_block(self, pos: int, end: int) -> bool:
+        text = self.text
+        if _QUOTE.match(text, pos, end) or _ATX.match(text, pos, end):
+            return True
+        if _THEMATIC.match(text, pos, end) or _HTML_START.match(text, pos, end):
+            return True
+        fence = _FENCE_OPEN.match(text, pos, end)
+        if fence is not None and _is_fence(fence):
+            return True
+        item = _ITEM.match(text, pos, end)
+        return item is not None and _can_interrupt(text, item, end)
+
+    def _open_containers(self, pos: int, end: int) -> int:
+        text = self.text
+        while True:
+            m = _QUOTE.match(text, pos, end)
+            if m is not None:
+                self._close_leaf(pos)
+                self.containers.append(_Container(quote=True, indent=0))
+                pos = m.end()
+                if pos < end and text[pos] in " \t":
+                    pos += 1
+                continue
+            m = _ITEM.match(text, pos, end)
+            if m is None or _THEMATIC.match(text, pos, end):
+                return pos
+            if self.para_start is not None and not _can_interrupt(text, m, end):
+                return pos
+            self._close_leaf(pos)
+            content = m.end()
+            spaces = _indent(text, content, end)
+            if _BLANK.match(text, content, end) or spaces > 4:  # noqa: PLR2004 - CommonMark's rule
+                spaces = 1
+            self.containers.append(_Container(quote=False, indent=content - pos + spaces))
+            pos = min(content + spaces, end)
+
+    def _leaf(self, pos: int, end: int) -> None:
+        text = self.text
+        if _BLANK.match(text, pos, end):
+            self._close_leaf(pos)
+            return
+        fence = _FENCE_OPEN.match(text, pos, end)
+        if fence is not None and _is_fence(fence):
+            self._close_leaf(pos)
+            run = fence.group(1)
+            closer = _CLOSE_BACKTICKS if run[0] == "`" else _CLOSE_TILDES
+            self.fence = (closer, len(run), pos)
+            return
+        if _ATX.match(text, pos, end) or _THEMATIC.match(text, pos, end):
+            self._close_leaf(pos)
+            self._inline(pos, end)
+            return
+        if self.para_start is not None and _SETEXT.match(text, pos, end):
+            self.para_end = end
+            self._close_leaf(end)
+            return
+        html = _HTML_START.match(text, pos, end)
+        if html is not None:
+            self._close_leaf(pos)
+            self.html_open = True
+            self.html_end = _HTML_END.get(html.lastgroup or "")
+            self._html_line(pos, end)
+            return
+        if self.para_start is None:
+            if _indent(text, pos, end) >= 4:  # noqa: PLR2004 - indented code: raw, cites
+                return
+            self.para_start = pos
+        self.para_end = end
+
+    def _html_line(self, pos: int, end: int) -> None:
+        if self.html_end is None:
+            if _BLANK.match(self.text, pos, end):
+                self.html_open = False
+        elif self.html_end.search(self.text, pos, end):
+            self.html_open = False
+
+    def _close_leaf(self, at: int) -> None:
+        """End whatever leaf block is open; ``at`` is where a fence would end."""
+        if self.fence is not None:
+            self.spans.append(MaskedSpan(self.fence[2], at, "code"))
+            self.fence = None
+        if self.para_start is not None:
+            self._inline(self.para_start, self.para_end)
+            self.para_start = None
+        self.html_open = False
+        self.html_end = None
+
+    def _inline(self, start: int, end: int) -> None:
+        text = self.text
+        if text.find("`", start, end) < 0 and text.find("](", start, end) < 0:
+            return
+        _InlineScanner(text, start, end, self.spans).run()
+
+
+def _is_fence(m: re.Match[str]) -> bool:
+    return m.group(1)[0] == "~" or "`" not in m.group(2)
+
+
+def _can_interrupt(text: str, item: re.Match[str], end: int) -> bool:
+    # A list item may interrupt a paragraph only if it has content and, when
+    # ordered, starts at 1 (CommonMark 5.2).
+    if _BLANK.match(text, item.end(), end):
+        return False
+    number = item.group(2)
+    return number is None or number == "1"
+
+
+def _indent(text: str, pos: int, end: int) -> int:
+    """Columns of leading whitespace from ``pos`` (tabs stop every 4 columns)."""
+    col = 0
+    while pos < end:
+        ch = text[pos]
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+        pos += 1
+    return col
+
+
+# --- inline structure ----------------------------------------------------------------
+#
+# One left-to-right pass over a paragraph, as CommonMark's inline parser does it:
+# whichever construct starts first wins. A backtick run opens a code span if a run of
+# exactly the same length follows; a "]" closes the most recent "[" and forms a link
+# if an inline destination follows.
+
+_TOKEN = re.compile(r"`++|!?\[|\]")
+_BACKTICKS = re.compile(r"`++")
+_WS_ONE_EOL = re.compile(r"[ \t]*+(?:(?:\r\n|\r|\n)[ \t]*+)?")
+_POINTY_DEST = re.compile(r"<(?:[^<>\r\n\\]|\\.)*+>")
+# A raw destination: runs of ordinary characters, a backslash escape of ASCII
+# punctuation (which never counts as a parenthesis), a lone backslash, or a paren.
+_RAW_DEST_PART = re.compile(r"[^\x00-\x20\x7f()\\]++|\\[!-/:-@\[-`{-~]?|\(|\)")
+_TITLE = {
+    '"': re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL),
+    "'": re.compile(r"'(?:[^'\\]|\\.)*+'", re.DOTALL),
+    "(": re.compile(r"\((?:[^()\\]|\\.)*+\)", re.DOTALL),
+}
+_MAX_PAREN_DEPTH = 32  # as cmark: deeper nesting is not a link destination
+
+
+class _Opener(NamedTuple):
+    image: bool
+
+
+class _InlineScanner:
+    def __init__(self, text: str, start: int, end: int, spans: list[MaskedSpan]) -> None:
+        self.text = text
+        self.start = start
+        self.end = end
+        self.spans = spans
+        # Backtick runs by length, with a cursor per length that only moves forward.
+        self.runs: dict[int, list[int]] = {}
+        for m in _BACKTICKS.finditer(text, start, end):
+            self.runs.setdefault(m.end() - m.start(), []).append(m.start())
+        self.cursor: dict[int, int] = dict.fromkeys(self.runs, 0)
+
+    def run(self) -> None:
+        text = self.text
+        openers: list[_Opener] = []
+        floor = 0  # openers below this index were deactivated by a link
+        skip_to = self.start
+        for m in _TOKEN.finditer(text, self.start, self.end):
+            pos = m.start()
+            if pos < skip_to:
+                continue
+            piece = m.group()
+            if piece[0] == "`":
+                length = m.end() - pos
+                if _escaped(text, pos, self.start):
+                    pos += 1
+                    length -= 1
+                    if length == 0:
+                        continue
+                closer = self._closing_run(length, m.end())
+                if closer >= 0:
+                    skip_to = closer + length
+                    self.spans.append(MaskedSpan(pos, skip_to, "code"))
+            elif piece == "]":
+                if _escaped(text, pos, self.start) or not openers:
+                    continue
+                opener = openers.pop()
+                active = opener.image or len(openers) >= floor
+                floor = min(floor, len(openers))
+                if not active:
+                    continue
+                dest_end = self._link_tail(pos + 1)
+                if dest_end < 0:
+                    continue
+                self.spans.append(MaskedSpan(pos + 1, dest_end, "link_destination"))
+                skip_to = dest_end
+                if not opener.image:
+                    floor = len(openers)  # no links inside links
+            elif _escaped(text, pos, self.start):
+                if piece == "![":
+                    openers.append(_Opener(image=False))
+            else:
+                openers.append(_Opener(image=piece == "!["))
+
+    def _closing_run(self, length: int, after: int) -> int:
+        positions = self.runs.get(length)
+        if positions is None:
+            return -1
+        i = self.cursor[length]
+        while i < len(positions) and positions[i] < after:
+            i += 1
+        self.cursor[length] = i
+        return positions[i] if i < len(positions) else -1
+
+    def _link_tail(self, pos: int) -> int:
+        """Parse ``(destination "title")`` at ``pos``; return its end, or -1."""
+        text, end = self.text, self.end
+        if pos >= end or text[pos] != "(":
+            return -1
+        pos = _WS_ONE_EOL.match(text, pos + 1, end).end()  # type: ignore[union-attr]
+        if pos < end and text[pos] == "<":
+            m = _POINTY_DEST.match(text, pos, end)
+            if m is None:
+                return -1
+            pos = m.end()
+        else:
+            pos = _raw_destination(text, pos, end)
+            if pos < 0:
+                return -1
+        gap = _WS_ONE_EOL.match(text, pos, end).end()  # type: ignore[union-attr]
+        if gap > pos and gap < end and text[gap] in _TITLE:
+            m = _TITLE[text[gap]].match(text, gap, end)
+            if m is None:
+                return -1
+            gap = _WS_ONE_EOL.match(text, m.end(), end).end()  # type: ignore[union-attr]
+        if gap < end and text[gap] == ")":
+            return gap + 1
+        return -1
+
+
+def _raw_destination(text: str, pos: int, end: int) -> int:
+    depth = 0
+    while pos < end:
+        m = _RAW_DEST_PART.match(text, pos, end)
+        if m is None:  # whitespace or a control character ends it
+            break
+        part = m.group()
+        if part == "(":
+            depth += 1
+            if depth > _MAX_PAREN_DEPTH:
+                return -1
+        elif part == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        pos = m.end()
+    return pos if depth == 0 else -1
+
+
+def _escaped(text: str, pos: int, floor: int) -> bool:
+    """Whether the character at ``pos`` follows an odd number of backslashes."""
+    count = 0
+    while pos - count > floor and text[pos - count - 1] == "\\":
+        count += 1
+    return count % 2 == 1
