@@ -78,6 +78,7 @@ CASES: list[tuple[str, list[int]]] = [
     ("[a `]`](u[2])", []),
     ("[`x`](u[2]) [3]", [3]),
     ("[1]: https://x", [1]),  # reference definitions are not recognized: cite
+    ("[a \\[1] b](u[2])", [1, 2]),  # an escaped "[" opens nothing; "]" closes "[a"
     # -- inline code spans ----------------------------------------------------------
     ("`[1]`", []),
     ("`[1]` [2]", [2]),

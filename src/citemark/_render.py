@@ -9,6 +9,8 @@ and every content line after the first is indented, so a source whose text conta
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import re
 from typing import TYPE_CHECKING
 
@@ -17,7 +19,15 @@ if TYPE_CHECKING:
 
     from citemark._models import Source
 
-__all__ = ["DEFAULT_SYNTHESIS_PROMPT", "render_prompt", "render_sources", "sanitize_text"]
+__all__ = [
+    "DEFAULT_SYNTHESIS_PROMPT",
+    "indent_block",
+    "prompt_sha256",
+    "recover_numbering",
+    "render_prompt",
+    "render_sources",
+    "sanitize_text",
+]
 
 DEFAULT_SYNTHESIS_PROMPT = """\
 Answer the question using only the numbered sources below.
@@ -46,6 +56,14 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Unicode line and paragraph separators: a model may read them as line breaks, so
 # they become real ones and are indented like any other content line.
 _SEPARATORS = re.compile(r"[\u2028\u2029]")
+# A source label at the start of a line, as numbered-context formatters write them.
+_LABEL = re.compile(
+    r"^[ \t]*(?:"
+    r"\[([0-9]{1,4})\]"  # [n]
+    r"|(?:Source|Document|Doc)[ \t]*#?([0-9]{1,4})\b"  # Source n, Document #n
+    r"|([0-9]{1,4})[.)][ \t])",  # n. or n)
+    re.MULTILINE | re.IGNORECASE,
+)
 # What a content line starts with: enough that no content line can begin with "[".
 _INDENT = "    "
 
@@ -74,7 +92,7 @@ def render_sources(sources: Sequence[Source]) -> str:
         ```
     """
     return "\n\n".join(
-        f"[{number}] {_block(source.text)}" for number, source in enumerate(sources, start=1)
+        f"[{number}] {indent_block(source.text)}" for number, source in enumerate(sources, start=1)
     )
 
 
@@ -88,8 +106,50 @@ def render_prompt(
     The question is sanitized and indented like source content, so it cannot forge a
     source header either.
     """
-    return template.format(question=_block(question), sources=render_sources(sources))
+    return template.format(question=indent_block(question), sources=render_sources(sources))
 
 
-def _block(text: str) -> str:
+def recover_numbering(prompt: str, texts: Sequence[str]) -> list[int | None]:
+    r"""Find the number each text was shown under in a prompt someone else rendered.
+
+    For a chain whose own code numbered the sources, the numbering is only in the
+    prompt. Each text is located by a probe (its first non-blank line, at most 60
+    characters, which must occur in the prompt exactly once), and its number is taken
+    from the nearest label before it at the start of a line: ``[n]``, ``Source n``,
+    ``Document n`` or ``n.``/``n)``. A text that cannot be located unambiguously gets
+    ``None``; the caller decides what an incomplete numbering means.
+
+    Example:
+        ```python
+        from citemark import recover_numbering
+
+        prompt = "Context:\nSource 2: Water is wet.\nSource 1: The sky is red.\n\nQ: why?"
+        print(recover_numbering(prompt, ["The sky is red.", "Water is wet.", "Grass is green."]))
+        #> [1, 2, None]
+        ```
+    """
+    labels = [(m.start(), int(next(g for g in m.groups() if g))) for m in _LABEL.finditer(prompt)]
+    starts = [start for start, _ in labels]
+    numbers: list[int | None] = []
+    for text in texts:
+        probe = next(
+            (line.strip() for line in sanitize_text(text).splitlines() if line.strip()), ""
+        )
+        probe = probe[:60]
+        at = prompt.find(probe) if probe else -1
+        if at < 0 or prompt.find(probe, at + 1) >= 0:
+            numbers.append(None)
+            continue
+        i = bisect.bisect_right(starts, at) - 1
+        numbers.append(labels[i][1] if i >= 0 else None)
+    return numbers
+
+
+def indent_block(text: str) -> str:
+    """Sanitize ``text`` and indent every line after the first, as source content is."""
     return sanitize_text(text).replace("\n", "\n" + _INDENT)
+
+
+def prompt_sha256(template: str) -> str:
+    """Return the SHA-256 hex digest of a prompt template's UTF-8 text."""
+    return hashlib.sha256(template.encode("utf-8")).hexdigest()

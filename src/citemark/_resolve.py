@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from citemark._errors import MarkerOutOfRangeError, NoSourcesError
+from citemark._errors import MarkerOutOfRangeError, NoSourcesError, SynthesisError
 from citemark._markers import group_bodies, marker_number
 from citemark._models import Citation, CitedAnswer, Source
 
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["citation_for", "resolve"]
+
+_SHORT = 19  # digit strings this short convert with plain int(), no size guard needed
 
 
 def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
@@ -34,6 +36,8 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
 
     Raises:
         NoSourcesError: ``sources`` is empty, whether or not ``text`` has markers.
+        SynthesisError: ``text`` is blank; an abstention is prose without markers,
+            not an empty reply.
         MarkerOutOfRangeError: a marker lies outside ``1..len(sources)``; the first
             such marker in the text is reported.
 
@@ -50,24 +54,33 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
     count = len(sources)
     if count == 0:
         raise NoSourcesError
+    if not text.strip():
+        msg = "the answer is blank: a blank completion is not an abstention"
+        raise SynthesisError(msg)
     cited: dict[int, Citation] = {}
-    # Distinct group bodies first: answers repeat the same few markers.
+    # Distinct group bodies first: answers repeat the same few markers, and this
+    # loop is the hot path of every check (see bench/markers.py).
     for body in dict.fromkeys(group_bodies(text)):
-        for digits in body.split(",") if "," in body else (body,):
-            number = marker_number(digits.strip(" "))
-            if number in cited:
-                continue
-            if not 0 < number <= count:
-                raise MarkerOutOfRangeError(number, count)
-            cited[number] = citation_for(sources[number - 1], number)
+        if "," in body:
+            numbers = [marker_number(digits.strip(" ")) for digits in body.split(",")]
+        else:
+            numbers = [int(body) if len(body) < _SHORT else marker_number(body)]
+        for number in numbers:
+            if number not in cited:
+                if not 0 < number <= count:
+                    raise MarkerOutOfRangeError(number, count)
+                cited[number] = citation_for(sources[number - 1], number)
     return CitedAnswer(text=text, citations=tuple(cited.values()))
 
 
 def citation_for(source: Source, marker: int) -> Citation:
     """Build the citation that ``marker`` makes of ``source``, from its own fields."""
-    cache = source._citations  # noqa: SLF001 - the cache lives with the source
+    # The cache sits in the source's private slot, read directly: pydantic's
+    # attribute lookup for private names costs more than building the key.
+    private = source.__pydantic_private__
+    cache = private["_citations"] if private else None
     if cache is None:
-        cache = source._citations = {}  # noqa: SLF001
+        cache = source._citations = {}  # noqa: SLF001 - the cache lives with the source
     citation = cache.get(marker)
     if citation is None:
         citation = cache[marker] = Citation(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rank_bm25 import BM25Okapi
 
 from citemark._models import Source
-from citemark._verify import read_document
+from citemark._verify import FileReader
 
 if TYPE_CHECKING:
     import os
@@ -41,7 +41,7 @@ class BM25Retriever:
         retriever = BM25Retriever.from_texts(docs)
         hit = retriever.retrieve("what ends the license", k=1)[0]
         print(hit.doc_id, hit.start, hit.end, hit.text)
-        #> a.txt 10 37 The license ends if you sue.
+        #> a.txt 10 38 The license ends if you sue.
         ```
     """
 
@@ -49,6 +49,7 @@ class BM25Retriever:
         """Index ``chunks`` as given; each becomes one retrievable `Source`."""
         self._chunks = tuple(chunks)
         tokenized = [_tokens(chunk.text) for chunk in self._chunks]
+        self._terms = [frozenset(tokens) for tokens in tokenized]
         # rank-bm25 divides by the corpus size; an empty index simply finds nothing.
         self._index = BM25Okapi(tokenized) if self._chunks else None
 
@@ -71,12 +72,18 @@ class BM25Retriever:
 
         A document's ``doc_id`` and ``uri`` are its path relative to ``root``, with
         forward slashes, so `citemark.FileReader` (root) re-reads it for
-        verification. Files are read as UTF-8 without newline translation.
+        verification. Only files that reader would read are indexed: a symlink out
+        of the root, or a file that is not UTF-8, is skipped. Files are read as
+        UTF-8 without newline translation.
         """
         base = Path(root)
-        paths = sorted({p for pattern in patterns for p in base.rglob(pattern) if p.is_file()})
-        documents = ((p.relative_to(base).as_posix(), read_document(p)) for p in paths)
-        return cls(list(_chunk_documents(documents, max_chars)))
+        reader = FileReader(base)
+        keys = sorted(
+            {p.relative_to(base).as_posix() for pattern in patterns for p in base.rglob(pattern)}
+        )
+        documents = ((key, reader.read(key)) for key in keys)
+        readable = ((key, text) for key, text in documents if text is not None)
+        return cls(list(_chunk_documents(readable, max_chars)))
 
     @property
     def chunks(self) -> tuple[Source, ...]:
@@ -84,13 +91,19 @@ class BM25Retriever:
         return self._chunks
 
     def retrieve(self, query: str, k: int = 4) -> list[Source]:
-        """Return up to ``k`` chunks that share a term with ``query``, best first."""
+        """Return up to ``k`` chunks that share a term with ``query``, best first.
+
+        Ties keep index order. A chunk sharing a term always qualifies, even where
+        BM25 gives it a score of zero (a term in half the chunks of a tiny index).
+        """
         terms = _tokens(query)
         if self._index is None or not terms:
             return []
+        wanted = frozenset(terms)
         scores = self._index.get_scores(terms)
-        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-        return [self._chunks[i] for i in ranked[:k] if scores[i] > 0]
+        hits = [i for i, chunk_terms in enumerate(self._terms) if chunk_terms & wanted]
+        hits.sort(key=lambda i: (-scores[i], i))
+        return [self._chunks[i] for i in hits[:k]]
 
 
 def chunk_text(text: str, max_chars: int = _DEFAULT_MAX_CHARS) -> Iterator[tuple[int, int]]:
@@ -124,9 +137,9 @@ def _last_space(text: str, start: int, limit: int) -> int:
 
 
 def _chunk_documents(documents: Iterable[tuple[str, str]], max_chars: int) -> Iterator[Source]:
-    number = 0
+    # Chunk ids count within their document, so adding a file renumbers nothing else.
     for doc_id, text in documents:
-        for start, end in chunk_text(text, max_chars):
+        for number, (start, end) in enumerate(chunk_text(text, max_chars)):
             yield Source(
                 text=text[start:end],
                 doc_id=doc_id,
@@ -135,7 +148,6 @@ def _chunk_documents(documents: Iterable[tuple[str, str]], max_chars: int) -> It
                 end=end,
                 uri=doc_id,
             )
-            number += 1
 
 
 def _tokens(text: str) -> list[str]:

@@ -25,6 +25,7 @@ __all__ = [
     "MappingReader",
     "Outcome",
     "Verification",
+    "locate_span",
     "read_document",
     "verify_citation",
 ]
@@ -89,6 +90,31 @@ def verify_citation(citation: Citation, reader: DocumentReader) -> Verification:
     else:
         outcome = "verified"
     return Verification(citation=citation, outcome=outcome)
+
+
+def locate_span(document: str, text: str) -> tuple[int, int] | None:
+    """Return the offsets of ``text`` in ``document`` if it occurs there exactly once.
+
+    Frameworks lose offsets (LangChain's ``start_index`` of -1, LlamaIndex's ``None``
+    character indices); this recovers them only where the answer is unambiguous.
+    An empty ``text``, or one found twice or not at all, gives ``None``.
+
+    Example:
+        ```python
+        from citemark import locate_span
+
+        print(locate_span("a rule. a rule. another rule.", "another rule"))
+        #> (16, 28)
+        print(locate_span("a rule. a rule. another rule.", "a rule"))
+        #> None
+        ```
+    """
+    if not text:
+        return None
+    first = document.find(text)
+    if first < 0 or document.find(text, first + 1) >= 0:
+        return None
+    return first, first + len(text)
 
 
 class MappingReader:

@@ -1,0 +1,10 @@
+"""Entry point of the ``citemark`` command (also ``python -m citemark``)."""
+
+from __future__ import annotations
+
+import sys
+
+from citemark._cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

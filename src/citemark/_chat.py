@@ -1,0 +1,409 @@
+"""The chat seam: the one place citemark talks to a model.
+
+`ChatModel` is a protocol of three members, so anything with a provider name, a
+model name and an async ``complete(prompt) -> str`` can stand behind synthesis, query
+rewriting, the judge and the echo check: `OpenAIChat` for any OpenAI-compatible
+endpoint, `citemark.testing.ScriptedChat` in tests, and the adapters' bridges for
+LangChain and LlamaIndex models.
+
+Each call is exactly one request. There is no retry layer anywhere: a failure is a
+`ChatError` carrying the provider, the model and the HTTP status, never the body.
+httpx's exceptions are translated in one place, `_post_once`, the way httpx's own
+``map_httpcore_exceptions`` translates httpcore's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import weakref
+from typing import TYPE_CHECKING, Final, Protocol, Self, runtime_checkable
+
+import httpx
+
+from citemark._errors import ChatError
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator
+    from types import TracebackType
+
+__all__ = ["ChatModel", "OpenAIChat"]
+
+_PROVIDER: Final = "openai-compatible"
+_BASE_URL_ENV: Final = "CITEMARK_BASE_URL"
+_MODEL_ENV: Final = "CITEMARK_MODEL"
+_API_KEY_ENV: Final = "CITEMARK_API_KEY"
+
+# Bounded in every phase. The read bound is long because a local model on a CPU can
+# take minutes to produce a long answer; the others only cover the network.
+_DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=120.0, write=30.0, pool=10.0)
+
+# Visible ASCII only: h11 quotes an illegal header value in its exception message,
+# so a key with a newline or a space would otherwise reach an error text.
+_API_KEY_SHAPE: Final = re.compile(r"[\x21-\x7e]+")
+
+_MAX_PORT: Final = 65535
+
+# Stands for a body that did not decode; JSON itself can decode to None.
+_NOT_JSON: Final = object()
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A model citemark can ask for one completion at a time."""
+
+    @property
+    def provider(self) -> str:
+        """Who serves the model, e.g. ``"openai-compatible"``; recorded in reports."""
+
+    @property
+    def model_name(self) -> str:
+        """The model's name as the provider knows it; recorded in reports."""
+
+    async def complete(self, prompt: str) -> str:
+        """Return the completion for ``prompt``.
+
+        Raises:
+            ChatError: the transport or the provider failed. Implementations make
+                one attempt and never retry.
+        """
+
+
+class OpenAIChat:
+    """A `ChatModel` for any OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Works with OpenAI, Ollama, vLLM, the llama.cpp server and LiteLLM. Each
+    `complete` call sends exactly one non-streaming ``POST
+    {base_url}/chat/completions`` with the prompt as a single user message, and
+    nothing retries it: not citemark, and not the transport, because a client
+    citemark creates uses ``httpx.AsyncHTTPTransport(retries=0)``. A failure is a
+    `ChatError` after that one request.
+
+    Configuration comes from the arguments, else from the environment variables
+    ``CITEMARK_BASE_URL``, ``CITEMARK_MODEL`` and ``CITEMARK_API_KEY``, read once,
+    here. ``Authorization: Bearer <key>`` is sent only when a key is set, and the
+    key never appears in `repr`, in an error or in a log record.
+
+    Without ``client``, the instance creates its own ``httpx.AsyncClient`` on first
+    use and reuses it for calls on the same event loop. Called from another event
+    loop (a sync wrapper calls ``asyncio.run`` once per call), it creates a fresh
+    one, since an httpx client must not cross event loops; the old one is closed
+    when its loop shuts down through ``asyncio.run`` (or ``asyncio.Runner``). Call
+    `aclose`, or use ``async with``, to release connections earlier; close the
+    instance before closing an event loop you manage by hand.
+
+    Args:
+        base_url: The OpenAI-style base URL, which already includes ``/v1``, e.g.
+            ``http://localhost:11434/v1``. Defaults to ``CITEMARK_BASE_URL``.
+
+        model: The model name sent with each request. Defaults to
+            ``CITEMARK_MODEL``.
+
+        api_key: The bearer token. Defaults to ``CITEMARK_API_KEY``; pass ``""``
+            to send no key even when that variable is set.
+
+        timeout: Seconds allowed per phase. A number sets the connect, read, write
+            and pool bounds alike; the default is 5 s to connect, 120 s to read,
+            30 s to write and 10 s to wait for a pooled connection. Every phase
+            must be bounded. With ``client``, the client's own timeout applies
+            unless this is given.
+
+        client: An ``httpx.AsyncClient`` to send requests with. It is used as is
+            (its transport, retries, headers and redirect policy are the
+            caller's) and is never closed by this instance.
+
+        temperature: Sent as ``temperature`` when given.
+
+        max_tokens: Sent as ``max_tokens`` when given.
+
+    Raises:
+        ValueError: the base URL or the model is missing from both the arguments
+            and the environment, the base URL is not an ``http(s)`` URL, the key
+            holds characters other than visible ASCII, a timeout is unbounded or
+            not positive, ``temperature`` is not finite or ``max_tokens`` is not a
+            positive integer.
+    """
+
+    def __init__(  # noqa: PLR0913 - the OpenAI options are keyword-only past three
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = _DEFAULT_TIMEOUT,
+        client: httpx.AsyncClient | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        base = base_url if base_url is not None else os.environ.get(_BASE_URL_ENV, "")
+        if not base:
+            msg = f"base_url is required: pass base_url= or set {_BASE_URL_ENV}"
+            raise ValueError(msg)
+        name = model if model is not None else os.environ.get(_MODEL_ENV, "")
+        if not name:
+            msg = f"model is required: pass model= or set {_MODEL_ENV}"
+            raise ValueError(msg)
+        key = api_key if api_key is not None else os.environ.get(_API_KEY_ENV, "")
+        if key and not _API_KEY_SHAPE.fullmatch(key):
+            # The key itself is never echoed, not even in part.
+            msg = "api_key must be visible ASCII characters, without spaces or line breaks"
+            raise ValueError(msg)
+
+        self._base_url = _parse_base_url(base)
+        self._url = self._base_url.copy_with(
+            path=self._base_url.path.rstrip("/") + "/chat/completions"
+        )
+        self._model = name
+        self._options = _sampling_options(temperature, max_tokens)
+        self._headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._timeout = _bounded_timeout(timeout)
+        # An injected client keeps its own timeout unless one was passed explicitly.
+        self._request_timeout: httpx.Timeout | None = (
+            None if client is not None and timeout is _DEFAULT_TIMEOUT else self._timeout
+        )
+        self._injected = client
+        self._owned: httpx.AsyncClient | None = None
+        self._owned_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
+
+    @property
+    def provider(self) -> str:
+        """Always ``"openai-compatible"``."""
+        return _PROVIDER
+
+    @property
+    def model_name(self) -> str:
+        """The model name sent with each request."""
+        return self._model
+
+    def __repr__(self) -> str:
+        # Credentials stay out: the key is shown only as set or not, and any
+        # user:password part of the base URL is dropped.
+        shown_url = str(self._base_url.copy_with(userinfo=b""))
+        key = "'***'" if "Authorization" in self._headers else "None"
+        return f"OpenAIChat(base_url={shown_url!r}, model={self._model!r}, api_key={key})"
+
+    async def complete(self, prompt: str) -> str:
+        """Send ``prompt`` as one user message and return the reply's content.
+
+        Args:
+            prompt: The whole prompt, sent as the content of one ``user`` message.
+
+        Returns:
+            ``choices[0].message.content`` of the provider's reply, as is.
+
+        Raises:
+            ChatError: the one request failed: no connection, a timeout, an HTTP
+                status other than 200, a body that is not JSON, or an envelope
+                without a string at ``choices[0].message.content``. ``status`` is
+                the HTTP status, or ``None`` when no response arrived.
+        """
+        client = await self._client()
+        body = {
+            "model": self._model,
+            "messages": [{"role": "user", "content": prompt}],
+            "stream": False,
+            **self._options,
+        }
+        # Serialized here rather than with httpx's ``json=``: ASCII escapes keep a
+        # prompt holding a lone surrogate encodable instead of crashing the encoder.
+        request = client.build_request(
+            "POST",
+            self._url,
+            content=json.dumps(body).encode("ascii"),
+            headers=self._headers,
+            timeout=client.timeout if self._request_timeout is None else self._request_timeout,
+        )
+        content = await _post_once(client, request, self._model)
+        return _completion_text(content, self._model)
+
+    async def aclose(self) -> None:
+        """Close the client this instance created, if any; an injected one stays open.
+
+        The instance stays usable: a later call creates a fresh client.
+        """
+        closer, owned_loop = self._closer, self._owned_loop
+        self._owned = self._owned_loop = self._closer = None
+        # A client is closed on its own loop only. One left on another loop is
+        # closed when that loop shuts down its async generators.
+        if (
+            closer is not None
+            and owned_loop is not None
+            and owned_loop() is asyncio.get_running_loop()
+        ):
+            await closer.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _client(self) -> httpx.AsyncClient:
+        """The injected client, or the one this instance owns on the running loop."""
+        if self._injected is not None:
+            return self._injected
+        loop = asyncio.get_running_loop()
+        if self._owned is not None and self._owned_loop is not None and self._owned_loop() is loop:
+            return self._owned
+        client = httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(retries=0), timeout=self._timeout
+        )
+        # Set before the first await, so concurrent first calls share one client.
+        self._owned, self._owned_loop = client, weakref.ref(loop)
+        # Started here, this async generator is registered with the running loop,
+        # and ``asyncio.run`` closes it (running its ``finally``) before it closes
+        # the loop. Without it, a sync wrapper's ``asyncio.run`` would leave the
+        # client's keep-alive sockets open on a closed loop.
+        self._closer = _close_at_loop_shutdown(client)
+        await anext(self._closer)
+        return client
+
+
+async def _post_once(client: httpx.AsyncClient, request: httpx.Request, model: str) -> bytes:
+    """Send the one request and return the body of a 200; anything else is `ChatError`.
+
+    The only place an httpx exception is caught, shaped like httpx's own
+    ``map_httpcore_exceptions``. Reasons are fixed strings. The response is streamed
+    so that the body of an error status is never read at all.
+
+    A cause is chained when its text is ours or the operating system's. A protocol
+    error is not, because h11 quotes the offending status or header line, and a
+    proxy error quotes the proxy's reason phrase: both are provider text. Such an
+    error is raised after its handler has ended, so it is not the ``__context__``
+    either.
+    """
+    status: int | None = None
+    try:
+        response = await client.send(request, stream=True)
+        status = response.status_code
+        try:
+            if status != httpx.codes.OK:
+                reason = _status_reason(status)
+                raise ChatError(reason, provider=_PROVIDER, model=model, status=status)
+            return await response.aread()
+        finally:
+            await response.aclose()
+    except httpx.TimeoutException as exc:
+        reason = _TIMEOUT_REASONS.get(type(exc), "timed out")
+        raise ChatError(reason, provider=_PROVIDER, model=model, status=status) from exc
+    except httpx.ConnectError as exc:
+        reason = "could not connect"
+        raise ChatError(reason, provider=_PROVIDER, model=model, status=status) from exc
+    except (httpx.ProtocolError, httpx.ProxyError) as exc:
+        reason = f"the HTTP exchange was malformed ({type(exc).__name__})"
+    except (httpx.TransportError, httpx.DecodingError) as exc:
+        reason = f"the transport failed ({type(exc).__name__})"
+        raise ChatError(reason, provider=_PROVIDER, model=model, status=status) from exc
+    raise ChatError(reason, provider=_PROVIDER, model=model, status=status)
+
+
+_TIMEOUT_REASONS: Final[dict[type[httpx.TimeoutException], str]] = {
+    httpx.ConnectTimeout: "timed out connecting",
+    httpx.ReadTimeout: "timed out reading the response",
+    httpx.WriteTimeout: "timed out sending the request",
+    httpx.PoolTimeout: "timed out waiting for a free connection in the client's pool",
+}
+
+
+def _status_reason(status: int) -> str:
+    if status >= httpx.codes.BAD_REQUEST:
+        return f"the provider answered HTTP {status}"
+    if httpx.codes.is_redirect(status):
+        return f"the provider answered HTTP {status}, a redirect, which is not followed"
+    return f"the provider answered HTTP {status} where 200 was expected"
+
+
+def _completion_text(content: bytes, model: str) -> str:
+    """Read ``choices[0].message.content`` from a 200 body, or raise `ChatError`.
+
+    Decoding errors are neither chained nor kept as the context:
+    ``JSONDecodeError.doc`` holds the whole body, ``UnicodeDecodeError.object`` its
+    bytes.
+    """
+
+    def malformed(reason: str) -> ChatError:
+        return ChatError(reason, provider=_PROVIDER, model=model, status=httpx.codes.OK)
+
+    try:
+        envelope = json.loads(content)
+    except (ValueError, RecursionError):
+        # Raised below, outside the handler, so the decoder error is not even the
+        # __context__ of the ChatError.
+        envelope = _NOT_JSON
+    if envelope is _NOT_JSON:
+        raise malformed("the response body is not valid JSON")
+    if not isinstance(envelope, dict):
+        raise malformed("the response body is not a JSON object")
+    choices = envelope.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise malformed("the response has no choices")
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        raise malformed("choices[0].message is missing or not an object")
+    if "content" not in message:
+        raise malformed("choices[0].message.content is missing")
+    text = message["content"]
+    if text is None:
+        raise malformed("choices[0].message.content is null")
+    if not isinstance(text, str):
+        raise malformed("choices[0].message.content is not a string")
+    return text
+
+
+async def _close_at_loop_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
+def _parse_base_url(base: str) -> httpx.URL:
+    # Messages name the rule, never the URL, which may hold credentials.
+    try:
+        url = httpx.URL(base)
+    except httpx.InvalidURL:
+        msg = "base_url is not a valid URL"
+        raise ValueError(msg) from None
+    if url.scheme not in {"http", "https"} or not url.host:
+        msg = "base_url must be an http:// or https:// URL with a host"
+        raise ValueError(msg)
+    if url.port is not None and not 0 < url.port <= _MAX_PORT:
+        msg = f"base_url's port must lie in 1..{_MAX_PORT}"
+        raise ValueError(msg)
+    return url
+
+
+def _bounded_timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
+    bounds = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+    for phase in ("connect", "read", "write", "pool"):
+        seconds = getattr(bounds, phase)
+        if seconds is None or not 0 < seconds < math.inf:
+            msg = f"timeout must bound every phase with a positive number: {phase} is {seconds}"
+            raise ValueError(msg)
+    return bounds
+
+
+def _sampling_options(temperature: float | None, max_tokens: int | None) -> dict[str, float | int]:
+    options: dict[str, float | int] = {}
+    if temperature is not None:
+        if not math.isfinite(temperature):
+            msg = "temperature must be a finite number"
+            raise ValueError(msg)
+        options["temperature"] = temperature
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            msg = "max_tokens must be a positive integer"
+            raise ValueError(msg)
+        options["max_tokens"] = max_tokens
+    return options

@@ -1,0 +1,148 @@
+"""Streaming resolution: fail fast on a cited marker that cannot be valid.
+
+Both adapters stream model output through `StreamingResolver`. It passes text
+through unchanged and raises `MarkerOutOfRangeError` as soon as an out-of-range
+marker is *certainly* a citation: its group is complete and nothing before it could
+still turn it into code or a link destination (an unmatched backtick run or an
+unfinished ``](`` in its paragraph, which later text might close). When the stream
+ends, `finish` resolves the whole text exactly as `citemark.resolve` does, so a
+stream can never accept what `resolve` would reject, and vice versa.
+
+A marker split across chunks (``"[1"`` then ``"2]"``) is handled: the scan resumes
+at the last ``[`` that has not been closed yet.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from citemark._errors import MarkerOutOfRangeError, NoSourcesError
+from citemark._markers import GROUP_PATTERN, marker_number, masked_spans
+from citemark._resolve import resolve
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from citemark._models import CitedAnswer, Source
+
+__all__ = ["StreamingResolver"]
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\r?\n")
+
+
+class StreamingResolver:
+    """Resolve an answer while it streams in.
+
+    Example:
+        ```python
+        from citemark import MarkerOutOfRangeError, Source, StreamingResolver
+
+        stream = StreamingResolver([Source(text="a", doc_id="a"), Source(text="b", doc_id="b")])
+        for piece in ["It ends [", "2] and [1", "]."]:
+            stream.feed(piece)
+        print([c.marker for c in stream.finish().citations])
+        #> [2, 1]
+        stream = StreamingResolver([Source(text="a", doc_id="a")])
+        try:
+            for piece in ["Wrong [", "7", "] and more"]:
+                stream.feed(piece)
+        except MarkerOutOfRangeError as exc:
+            print(exc.marker, "raised while feeding", repr(piece))
+        #> 7 raised while feeding '] and more'
+        ```
+    """
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        """Start a stream over ``sources``.
+
+        Raises:
+            NoSourcesError: ``sources`` is empty (before any text arrives).
+        """
+        if not sources:
+            raise NoSourcesError
+        self._sources = tuple(sources)
+        self._text = ""
+        self._scan_from = 0  # groups before this offset were already examined
+        self._waiting: list[tuple[int, int]] = []  # (group start, marker) to re-check
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far."""
+        return self._text
+
+    def feed(self, chunk: str) -> str:
+        """Append ``chunk`` and return it unchanged.
+
+        Raises:
+            MarkerOutOfRangeError: a complete marker outside ``1..N`` is certainly a
+                citation, whatever text follows.
+        """
+        self._text += chunk
+        if "]" in chunk or (self._waiting and ("`" in chunk or ")" in chunk or "\n" in chunk)):
+            self._check()
+        return chunk
+
+    def finish(self) -> CitedAnswer:
+        """Resolve the whole text, exactly as `citemark.resolve` would.
+
+        Raises:
+            SynthesisError: the text is blank, or a marker is out of range
+                (`MarkerOutOfRangeError`).
+        """
+        return resolve(self._text, self._sources)
+
+    def _check(self) -> None:
+        text = self._text
+        count = len(self._sources)
+        for group in GROUP_PATTERN.finditer(text, self._scan_from):
+            for digits in group.group(1).split(","):
+                number = marker_number(digits.strip(" "))
+                if not 0 < number <= count:
+                    self._waiting.append((group.start(), number))
+                    break
+        # Resume at the last "[" not yet closed, so a split marker is seen whole.
+        last_open = text.rfind("[", self._scan_from)
+        self._scan_from = last_open if last_open > text.rfind("]") else len(text)
+        if self._waiting:
+            self._raise_if_certain()
+
+    def _raise_if_certain(self) -> None:
+        text = self._text
+        spans = masked_spans(text)
+        still_waiting = []
+        for start, number in self._waiting:
+            if any(s <= start < e for s, e, _ in spans):
+                continue  # code or a link destination now; finish() has the last word
+            if _could_still_change(text, start):
+                still_waiting.append((start, number))
+                continue
+            raise MarkerOutOfRangeError(number, len(self._sources))
+        self._waiting = still_waiting
+
+
+def _could_still_change(text: str, start: int) -> bool:
+    """Whether text appended later could mask the group at ``start``.
+
+    Looks back to the last blank line (paragraphs bound code spans and links): an
+    unmatched backtick run or an unfinished ``](`` there might still close around
+    the group, unless a blank line after the group has already ended the paragraph.
+    Unmatched is judged against the masked spans, so runs that already opened and
+    closed a span do not count.
+    """
+    if _BLANK_LINE.search(text, start):
+        return False  # the paragraph has ended: nothing before the group can close now
+    floor = 0
+    for m in _BLANK_LINE.finditer(text, 0, start):
+        floor = m.end()
+    spans = [(s, e) for s, e, _ in masked_spans(text) if e > floor and s < start]
+    region = text[floor:start]
+    if "`" not in region and "](" not in region:
+        return False
+    for offset, char in enumerate(region):
+        pos = floor + offset
+        if char not in "`(" or any(s <= pos < e for s, e in spans):
+            continue
+        if char == "`" or (char == "(" and text[pos - 1 : pos] == "]"):
+            return True
+    return False

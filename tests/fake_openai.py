@@ -1,0 +1,77 @@
+"""A minimal OpenAI-compatible server on 127.0.0.1 for tests and benchmarks.
+
+It answers ``POST /v1/chat/completions`` with replies computed from the prompt, so
+command-line tests can drive the real ``citemark`` entry point against a real
+socket. ``latency`` delays every reply (the judge concurrency benchmark uses 50 ms).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
+
+Responder = Callable[[str], str]
+
+
+class FakeOpenAI:
+    """Serve chat completions until the ``with`` block ends."""
+
+    def __init__(self, respond: Responder | list[str], *, latency: float = 0.0) -> None:
+        self._respond = respond
+        self.latency = latency
+        self.prompts: list[str] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def reply_for(self, prompt: str) -> str:
+        with self._lock:
+            index = len(self.prompts)
+            self.prompts.append(prompt)
+        if callable(self._respond):
+            return self._respond(prompt)
+        return self._respond[index]
+
+    def __enter__(self) -> Self:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                content = fake.reply_for(body["messages"][-1]["content"])
+                if fake.latency:
+                    time.sleep(fake.latency)
+                payload = json.dumps(
+                    {"choices": [{"message": {"role": "assistant", "content": content}}]}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        server.request_queue_size = 128
+        self._server = server
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,86 @@
+"""Code and link-destination masking, checked against markdown-it-py's CommonMark.
+
+Over Markdown made only of top-level paragraphs and fences (see
+`strategies.commonmark_documents`), the bracket groups citemark masks as code must
+be exactly those markdown-it puts in code (inline code, fence content and fence
+info strings), and those it masks as link destinations exactly those markdown-it
+puts in a link's or image's destination or title.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+from hypothesis import example, given, settings
+from markdown_it import MarkdownIt
+from strategies import commonmark_documents
+
+from citemark import masked_spans
+from citemark._markers import GROUP_PATTERN
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
+
+# The grammar's group pattern without possessive quantifiers, for any string.
+MARKER = re.compile(r"\[[0-9]+(?:, *[0-9]+)*\]")
+MD = MarkdownIt("commonmark")
+
+
+def reference_groups(text: str) -> tuple[Counter[str], Counter[str]]:
+    """Groups markdown-it puts in code, and in link destinations and titles.
+
+    Inline code content has its line endings turned into spaces and one surrounding
+    space stripped; a group holds neither spaces at its ends nor line endings, and
+    every line of these documents starts with a letter, so counting groups is
+    unaffected. Destinations come back percent-encoded and are decoded first.
+    """
+    code: Counter[str] = Counter()
+    link: Counter[str] = Counter()
+
+    def walk(tokens: list[Token]) -> None:
+        for token in tokens:
+            if token.type in {"code_inline", "fence", "code_block"}:
+                code.update(MARKER.findall(token.content))
+                code.update(MARKER.findall(token.info))
+            elif token.type in {"link_open", "image"}:
+                for name in ("href", "src"):
+                    if name in token.attrs:
+                        link.update(MARKER.findall(unquote(str(token.attrs[name]))))
+                link.update(MARKER.findall(str(token.attrs.get("title", ""))))
+            if token.children:
+                walk(token.children)
+
+    walk(MD.parse(text))
+    return code, link
+
+
+def citemark_groups(text: str) -> tuple[Counter[str], Counter[str]]:
+    """Groups whose ``[`` lies in a span citemark masks, by the span's kind."""
+    found: dict[str, Counter[str]] = {"code": Counter(), "link_destination": Counter()}
+    spans = masked_spans(text)
+    for m in GROUP_PATTERN.finditer(text):
+        for span in spans:
+            if span.start <= m.start() < span.end:
+                found[span.kind][m.group()] += 1
+    return found["code"], found["link_destination"]
+
+
+class TestAgainstMarkdownIt:
+    @settings(max_examples=1500, deadline=None)
+    @given(commonmark_documents())
+    @example("a `[1]` [2]")
+    @example("```[9]\nb [1]\n```\nc [2]")
+    @example("a [x](u[1] 'y [2]') [3]")
+    @example("~~~~\nb [1]\n~~~\nc [2]\n~~~~~\nd [3]")
+    @example("a ``[1]`\nb [2]``")
+    @example("a ![b `[1]`](c[2]) [3]")
+    @example("a [b [c](d[1])](e[2]) ![f [g](h[3])](i[4])")
+    @example('a [b](c "`") [1] `')
+    @example("a `b\n```\nc [1]`\n```")
+    @example("a [b](c[1] 'd\ne [2]')")
+    def test_masked_groups_match_commonmark(self, text):
+        """Groups masked as code and as link destinations are exactly markdown-it's."""
+        assert reference_groups(text) == citemark_groups(text)
