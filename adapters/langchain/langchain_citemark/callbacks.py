@@ -1,0 +1,328 @@
+"""A callback handler that checks the citations of a chain nobody rewrites.
+
+Attach `CitationCallbackHandler` through ``config={"callbacks": [handler]}``. It
+correlates events by run id, collects the documents the chain retrieved (from
+retriever runs, or else from lists of ``Document`` passed between steps), the prompt
+the model saw (to recover the numbering the chain's own code produced) and the final
+answer, and records one `CitationReport` per top-level run. It never raises into the
+chain: a problem becomes an ``unassessed`` report with a reason code.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict
+
+from citemark import (
+    Citation,
+    MarkerOutOfRangeError,
+    NoSourcesError,
+    SynthesisError,
+    recover_numbering,
+    resolve,
+)
+from langchain_citemark.documents import documents_to_sources
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from uuid import UUID
+
+__all__ = ["CitationCallbackHandler", "CitationReport"]
+
+Outcome = Literal["resolved", "out_of_range", "abstained", "unassessed"]
+
+
+class CitationReport(BaseModel):
+    """What one top-level run's answer cited."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    run_id: str
+    """The top-level run's id."""
+
+    outcome: Outcome
+    """``resolved`` (cites only what was shown), ``out_of_range`` (cites a number
+    that names no shown document), ``abstained`` (no markers) or ``unassessed``."""
+
+    reason: str | None = None
+    """Why the run is unassessed: ``no_answer``, ``no_documents``,
+    ``numbering_unknown``, ``blank_answer``, ``chain_error`` or ``handler_error``."""
+
+    citations: tuple[Citation, ...] = ()
+    """The resolved citations, when the outcome is ``resolved``."""
+
+    marker: int | None = None
+    """The offending marker, when the outcome is ``out_of_range``."""
+
+    document_count: int = 0
+    """How many documents the run retrieved."""
+
+
+class _Run:
+    def __init__(self) -> None:
+        self.retrieved: list[Document] = []  # from retriever runs: preferred
+        self.passed: list[Document] = []  # lists of Documents seen flowing between steps
+        self.prompt: str | None = None
+
+    @property
+    def documents(self) -> list[Document]:
+        return self.retrieved or self.passed
+
+    def saw(self, documents: list[Document]) -> None:
+        for document in documents:
+            if document not in self.passed:
+                self.passed.append(document)
+
+
+class CitationCallbackHandler(BaseCallbackHandler):
+    r"""Record a citation report for each top-level run of an unmodified chain.
+
+    Example:
+        ```python
+        from langchain_core.documents import Document
+        from langchain_core.language_models import FakeListChatModel
+        from langchain_core.output_parsers import StrOutputParser
+        from langchain_core.prompts import ChatPromptTemplate
+        from langchain_core.runnables import RunnablePassthrough
+        from langchain_citemark import CitationCallbackHandler, format_documents
+
+        prompt = ChatPromptTemplate.from_template("{context}\n\nQ: {question}")
+        llm = FakeListChatModel(responses=["Keep them [3]."])
+        chain = (
+            RunnablePassthrough.assign(context=lambda x: format_documents(x["documents"]))
+            | prompt
+            | llm
+            | StrOutputParser()
+        )
+        handler = CitationCallbackHandler()
+        docs = [Document("Keep notices.", metadata={"source": "bsd"})]
+        question = {"question": "What to keep?", "documents": docs}
+        chain.invoke(question, config={"callbacks": [handler]})
+        print(handler.reports[0].outcome, handler.reports[0].marker)
+        #> out_of_range 3
+        ```
+    """
+
+    raise_error: bool = False
+    run_inline: bool = True
+
+    def __init__(self, *, answer_key: str = "answer") -> None:
+        """Create a handler; ``answer_key`` names the answer in dict outputs."""
+        super().__init__()
+        self.answer_key = answer_key
+        self.reports: list[CitationReport] = []
+        """One report per finished top-level run, in finishing order."""
+        self._lock = threading.Lock()
+        self._root_of: dict[UUID, UUID] = {}  # every live run -> its top-level run
+        self._members: dict[UUID, list[UUID]] = {}  # top-level run -> its live runs
+        self._runs: dict[UUID, _Run] = {}
+
+    # --- events --------------------------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the run tree; a top-level run may bring its documents as input."""
+        with self._lock:
+            self._link(run_id, parent_run_id)
+            if parent_run_id is None:
+                self._runs[run_id] = _Run()
+            run = self._root_run(run_id)
+            if run is not None and isinstance(inputs, dict):
+                run.saw(_documents_in(inputs.values()))
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the run tree."""
+        with self._lock:
+            self._link(run_id, parent_run_id)
+
+    def on_retriever_end(
+        self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        """Collect the retrieved documents for the top-level run."""
+        with self._lock:
+            run = self._root_run(run_id)
+            if run is not None:
+                run.retrieved.extend(d for d in documents if isinstance(d, Document))
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep the prompt the chat model saw."""
+        with self._lock:
+            self._link(run_id, parent_run_id)
+            run = self._root_run(run_id)
+            if run is not None and messages:
+                run.prompt = "\n".join(m.text for m in messages[0])
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep the prompt a text LLM saw."""
+        with self._lock:
+            self._link(run_id, parent_run_id)
+            run = self._root_run(run_id)
+            if run is not None and prompts:
+                run.prompt = prompts[0]
+
+    def on_chain_end(
+        self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Collect documents a step produced; check the answer when the run ends."""
+        if parent_run_id is not None:
+            with self._lock:
+                run = self._root_run(run_id)
+                if run is not None:
+                    values = outputs.values() if isinstance(outputs, dict) else [outputs]
+                    run.saw(_documents_in(values))
+            return
+        with self._lock:
+            run = self._runs.pop(run_id, None)
+            self._forget(run_id)
+        if run is not None:
+            self._record(run_id, run, outputs)
+
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A failed top-level run is recorded as unassessed."""
+        if parent_run_id is not None:
+            return
+        with self._lock:
+            run = self._runs.pop(run_id, None)
+            self._forget(run_id)
+        if run is not None:
+            self._append(
+                CitationReport(
+                    run_id=str(run_id),
+                    outcome="unassessed",
+                    reason="chain_error",
+                    document_count=len(run.documents),
+                )
+            )
+
+    # --- checking ------------------------------------------------------------------
+
+    def _record(self, run_id: UUID, run: _Run, outputs: Any) -> None:
+        try:
+            report = self._check(run_id, run, outputs)
+        except Exception:  # noqa: BLE001 - a handler must never raise into the chain
+            report = CitationReport(
+                run_id=str(run_id),
+                outcome="unassessed",
+                reason="handler_error",
+                document_count=len(run.documents),
+            )
+        self._append(report)
+
+    def _check(self, run_id: UUID, run: _Run, outputs: Any) -> CitationReport:
+        def unassessed(reason: str) -> CitationReport:
+            return CitationReport(
+                run_id=str(run_id),
+                outcome="unassessed",
+                reason=reason,
+                document_count=len(run.documents),
+            )
+
+        answer = self._answer_text(outputs)
+        if answer is None:
+            return unassessed("no_answer")
+        if not run.documents:
+            return unassessed("no_documents")
+        texts = [d.page_content for d in run.documents]
+        numbers = recover_numbering(run.prompt, texts) if run.prompt else []
+        if sorted(n for n in numbers if n is not None) != list(range(1, len(texts) + 1)):
+            return unassessed("numbering_unknown")
+        ordered = [run.documents[numbers.index(n)] for n in range(1, len(texts) + 1)]
+        try:
+            resolved = resolve(answer, documents_to_sources(ordered))
+        except MarkerOutOfRangeError as exc:
+            return CitationReport(
+                run_id=str(run_id),
+                outcome="out_of_range",
+                marker=exc.marker,
+                document_count=len(texts),
+            )
+        except NoSourcesError:
+            return unassessed("no_documents")
+        except SynthesisError:
+            return unassessed("blank_answer")
+        return CitationReport(
+            run_id=str(run_id),
+            outcome="resolved" if resolved.citations else "abstained",
+            citations=resolved.citations,
+            document_count=len(texts),
+        )
+
+    def _answer_text(self, outputs: Any) -> str | None:
+        if isinstance(outputs, dict):
+            outputs = outputs.get(self.answer_key)
+        if isinstance(outputs, BaseMessage):
+            return outputs.text
+        if isinstance(outputs, str):
+            return str(outputs)
+        text = getattr(outputs, "text", None)  # a CitedAnswer from citemark's own chain
+        return text if isinstance(text, str) else None
+
+    def _link(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        root = run_id if parent_run_id is None else self._root_of.get(parent_run_id)
+        if root is None:
+            return  # a child of a run this handler never saw start
+        self._root_of[run_id] = root
+        self._members.setdefault(root, []).append(run_id)
+
+    def _root_run(self, run_id: UUID) -> _Run | None:
+        root = self._root_of.get(run_id)
+        return self._runs.get(root) if root is not None else None
+
+    def _forget(self, root: UUID) -> None:
+        for member in self._members.pop(root, ()):
+            self._root_of.pop(member, None)
+
+    def _append(self, report: CitationReport) -> None:
+        with self._lock:
+            self.reports.append(report)
+
+
+def _documents_in(values: Any) -> list[Document]:
+    found: list[Document] = []
+    for value in values:
+        if isinstance(value, list) and value and all(isinstance(v, Document) for v in value):
+            found.extend(value)
+    return found

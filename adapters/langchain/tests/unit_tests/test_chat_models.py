@@ -1,0 +1,51 @@
+"""LangChainChat: any LangChain model as a citemark ChatModel."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_citemark import LangChainChat
+from langchain_core.language_models import FakeListChatModel, FakeListLLM
+
+from citemark import ChatError, ChatModel, FaithfulnessJudge, Source
+
+CANARY = "CANARY-lc-bridge-5e1"
+
+
+class TestLangChainChat:
+    def test_chat_model(self):
+        """A chat model's reply text is returned; identity comes from the model."""
+        chat = LangChainChat(FakeListChatModel(responses=["yes [1]"]))
+        assert isinstance(chat, ChatModel)
+        assert "yes [1]" == asyncio.run(chat.complete("q"))
+        assert ("fake-list-chat-model", "FakeListChatModel") == (chat.provider, chat.model_name)
+
+    def test_text_llm(self):
+        """A text LLM works too."""
+        assert "ok" == asyncio.run(LangChainChat(FakeListLLM(responses=["ok"])).complete("q"))
+
+    def test_model_name_override(self):
+        """model_name can be set explicitly for reports."""
+        assert "m-1" == LangChainChat(FakeListLLM(responses=["ok"]), model_name="m-1").model_name
+
+    def test_failure_is_a_chat_error_without_the_message(self):
+        """An exception inside the model becomes a ChatError naming only its type."""
+
+        class Exploding(FakeListChatModel):
+            async def ainvoke(self, *args, **kwargs):
+                raise ValueError(CANARY)
+
+        chat = LangChainChat(Exploding(responses=["x"]))
+        with pytest.raises(ChatError) as info:
+            asyncio.run(chat.complete("q"))
+        assert CANARY not in str(info.value)
+        assert CANARY not in repr(info.value)
+        assert "ValueError" in str(info.value)
+
+    def test_judge_runs_on_the_users_model(self):
+        """The strict judge runs on a LangChain model through the bridge."""
+        reply = '{"faithful": true, "unsupported_claims": [], "reasoning": "supported"}'
+        judge = FaithfulnessJudge(LangChainChat(FakeListChatModel(responses=[reply])))
+        verdict = judge.judge_sync("q", "It ends [1].", [Source(text="It ends.", doc_id="a")])
+        assert verdict.faithful
