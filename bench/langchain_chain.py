@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import time
 
-from citemark import render_prompt
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda
 
+from citemark import render_prompt
 from langchain_citemark import create_cited_answer_chain, documents_to_sources
 
 N = 2_000
 ANSWER = "The patent license terminates when litigation is filed [1], and notices stay [2]."
 DOCS = [
-    Document("Patent licenses terminate as of the date such litigation is filed.", metadata={"source": "a", "start_index": 0}),
+    Document(
+        "Patent licenses terminate as of the date such litigation is filed.",
+        metadata={"source": "a", "start_index": 0},
+    ),
     Document("You must retain all copyright notices.", metadata={"source": "b", "start_index": 0}),
 ]
 INPUT = {"question": "When does the patent license end?", "documents": DOCS}

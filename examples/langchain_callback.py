@@ -6,12 +6,13 @@ handler recovers that numbering from the prompt, and records one report per run.
 
 from operator import itemgetter
 
-from langchain_citemark import CitationCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+
+from langchain_citemark import CitationCallbackHandler
 
 docs = [
     Document("The license terminates if you sue over patents.", metadata={"source": "Apache-2.0"}),

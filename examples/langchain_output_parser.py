@@ -6,13 +6,13 @@ context, assign the answer, then check the answer's markers against the context.
 
 from operator import itemgetter
 
-from langchain_citemark import CITED_ANSWER_PROMPT, CitationOutputParser, format_documents
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from citemark import MarkerOutOfRangeError
+from langchain_citemark import CITED_ANSWER_PROMPT, CitationOutputParser, format_documents
 
 docs = [
     Document(

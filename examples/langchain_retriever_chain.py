@@ -6,12 +6,12 @@ fake chat model stands in for your LLM. Swap in your own retriever and model.
 
 from pathlib import Path
 
-from langchain_citemark import create_cited_answer_chain
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from citemark import BM25Retriever, FileReader, MarkerOutOfRangeError, verify_citation
+from langchain_citemark import create_cited_answer_chain
 
 LICENSES = Path(__file__).resolve().parent / "data" / "licenses"
 bm25 = BM25Retriever.from_directory(LICENSES, patterns=("*",))

@@ -22,10 +22,10 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-import langchain_citemark
 import pytest
 
 import citemark
+import langchain_citemark
 
 # Every distribution whose public docstrings carry runnable examples.
 PACKAGES = (citemark, langchain_citemark)

@@ -67,7 +67,7 @@ CASES: list[tuple[str, list[int]]] = [
     ("[x](https://e/[2]) and [3]", [3]),
     ("[3](https://x) and [x](y [4])", [3, 4]),  # "[4]" is no title: not a link
     ("[x](<https://e/[2]>)", []),
-    ('[x](https://e/[2] "t [5]")', []),
+    ('[x](https://e/[2] "t [5]")', [5]),  # a title is no destination: it cites
     ("[x](https://e/(a)[2])", []),
     ("[x](https://e/[2]", [2]),  # unclosed: not a link
     ("[x]\n(https://e/[2])", [2]),
@@ -125,7 +125,20 @@ CASES: list[tuple[str, list[int]]] = [
     ("> ```\n> [1]\n> ```\n[2]", [2]),
     ("> ```\n> [1]\n\n[2]", [2]),  # the fence closes with its block quote
     ("- a\n\n```\n[1]\n```", []),
+    ("-\tab`~~~ [3]", [3]),  # a tab after the marker is columns, not characters
+    ("- a\n\n\tx~~~ [3]", [3]),
+    ("- a\n\n\t```\n\t[3]\n\t```", []),  # a tab-indented fence inside the item
+    (">\t```\n>\t[3]\n>\t```\n[4]", [4]),
+    # -- autolinks and raw HTML win over code spans and links ------------------------
+    ("a <http://x`> [1] `", [1]),
+    ('a <a title="`"> [1] `', [1]),
+    ("a <!-- ` --> [1] `", [1]),
+    ("a <?php ` ?> [1] `", [1]),
+    ('a [x <b c="](z[1])">', [1]),
+    ("a <http://e/[2]> b", [2]),  # an autolink's own text is not masked: cites
+    ("a <b `[1]` [2]", [2]),  # no tag after all: the code span stands
     # -- raw HTML and indented code cite ---------------------------------------------
+    ("<foo>\n` [3] `", [3]),  # an HTML block of type 7
     ("<div>\n`[1]`\n</div>", [1]),
     ("    `[1]`", [1]),
     ("# Heading [1]", [1]),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import answers, marker_texts, prose_and_code, source_lists
 
@@ -38,8 +38,7 @@ class TestParseMarkers:
     @given(TEXTS)
     def test_occurrences_are_in_text_order(self, text):
         """Occurrences come back in the order their digits appear, never overlapping."""
-        ends = [(o.start, o.end) for o in parse_markers(text)]
-        flat = [x for pair in ends for x in pair]
+        flat = [x for o in parse_markers(text) for x in (o.start, o.end)]
         assert sorted(flat) == flat
 
     @settings(max_examples=300)
@@ -123,7 +122,7 @@ class TestResolve:
 
 
 class TestCodeMasking:
-    @settings(max_examples=300)
+    @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
     @given(prose_and_code())
     def test_masking_hides_exactly_the_code(self, placed):
         """Every group placed outside code cites at its offset and no group placed in code does."""

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from citemark import RedactingChat, Source, Synthesizer, parse_markers
-from citemark._redaction import redact
+from citemark._redaction import redact, restore
 from citemark.testing import ScriptedChat
 
 
@@ -27,6 +27,10 @@ class TestDetectors:
             ("call +44 20 7946 0958", "call [PHONE_1]"),
             ("call (415) 555-0100", "call [PHONE_1]"),
             ("dated 2026-11-30, version 2.0.1", "dated 2026-11-30, version 2.0.1"),
+            ("mail o'brien@example.com", "mail [EMAIL_1]"),
+            ("v6 ::ffff:192.0.2.1 end", "v6 [IPV6_1] end"),
+            ("call +49 30 1234567", "call [PHONE_1]"),
+            ("call 4155550100", "call [PHONE_1]"),
         ],
     )
     def test_detects(self, text, expected):
@@ -50,6 +54,28 @@ class TestDetectors:
         text, tokens, _ = redact("literal [EMAIL_1] and a@x.org")
         assert "literal [EMAIL_1] and [EMAIL_2]" == text
         assert {"[EMAIL_2]": "a@x.org"} == tokens
+
+
+class TestTermsAndMarkers:
+    def test_terms_never_match_inside_marker_groups(self):
+        """A numeric term leaves citemark's own [2] header alone."""
+        text, _, _ = redact("[2] clause 2 applies", {"2": "CLAUSE"})
+        assert "[2] clause [CLAUSE_1] applies" == text
+
+    def test_restoring_never_creates_a_marker(self):
+        """[[TERM_1]] for the term "2" stays a token instead of becoming [2]."""
+        assert "see [[CLAUSE_1]]" == restore("see [[CLAUSE_1]]", {"[CLAUSE_1]": "2"})
+
+    def test_naive_restore_is_caught(self):
+        """Plain token substitution would turn it into citation 2."""
+        naive = "see [[CLAUSE_1]]".replace("[CLAUSE_1]", "2")
+        assert [2] == [o.number for o in parse_markers(naive)]
+        assert [] == [o.number for o in parse_markers(restore("see [[CLAUSE_1]]", {"[CLAUSE_1]": "2"}))]
+
+    def test_other_tokens_still_restore(self):
+        """Only a clashing token stays; the others are restored."""
+        tokens = {"[CLAUSE_1]": "2", "[EMAIL_1]": "a@x.org"}
+        assert "[[CLAUSE_1]] a@x.org" == restore("[[CLAUSE_1]] [EMAIL_1]", tokens)
 
 
 class TestRedactingChat:

@@ -141,7 +141,7 @@ class ChatError(CitemarkError):
 
         Args:
             reason: A fixed, structural description written by citemark (for
-                example ``"read timeout"``), never text from the provider.
+                example ``"timed out reading the response"``), never text from the provider.
             provider: The provider name.
             model: The model name.
             status: The HTTP status, or ``None`` when no response arrived.

@@ -16,14 +16,19 @@ A verdict is advisory: nothing here, or anywhere, turns it into an exit code.
 from __future__ import annotations
 
 import asyncio
-import string
 from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from citemark._errors import JudgeError
-from citemark._render import indent_block, prompt_sha256, render_sources, sanitize_text
+from citemark._render import (
+    check_template,
+    indent_block,
+    prompt_sha256,
+    render_sources,
+    sanitize_text,
+)
 from citemark._strictjson import (
     MAX_TEXT_BYTES,
     StrictJSONError,
@@ -170,7 +175,7 @@ class FaithfulnessJudge:
             ValueError: the template is malformed or uses other fields, a format
                 spec or a conversion.
         """
-        _check_template(prompt_template)
+        check_template(prompt_template, _TEMPLATE_FIELDS)
         self._chat = chat
         self._template = prompt_template
         self._prompt_sha256 = prompt_sha256(prompt_template)
@@ -398,20 +403,3 @@ def _describe_error(kind: str, loc: tuple[int | str, ...]) -> str:
 def _normalize(text: str) -> str:
     """Drop control characters, straighten quotes and collapse whitespace runs."""
     return " ".join(sanitize_text(text).translate(_QUOTES).split())
-
-
-def _check_template(template: str) -> None:
-    """Refuse a template that `render_judge_prompt` could not fill as intended."""
-    msg = (
-        "prompt template must use exactly the fields {question}, {answer} and {sources}, "
-        "each at least once, with no format spec or conversion, and double any other brace"
-    )
-    try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError:
-        parsed = []  # malformed (a lone brace): it has none of the required fields
-    fields = [(name, spec, conversion) for _, name, spec, conversion in parsed if name is not None]
-    if {name for name, _, _ in fields} != _TEMPLATE_FIELDS or any(
-        spec or conversion for _, spec, conversion in fields
-    ):
-        raise ValueError(msg)

@@ -8,8 +8,10 @@ unclosed fence runs to the end of its container), and inline code spans, closed 
 the next backtick run of exactly the opener's length, which may cross lines but not
 paragraphs. The text of a link ``[3](https://...)`` cites; its destination does not.
 
-Masking errs towards citing. Where this module cannot tell whether a bracket is
-code (raw HTML, autolinks, link reference definitions), the bracket cites: a marker
+Autolinks and inline raw HTML take precedence over code spans and links, as in
+CommonMark, so a backtick inside ``<a title="`">`` opens nothing; their own text is
+not masked. Masking errs towards citing. Where this module cannot tell whether a
+bracket is code (link reference definitions, say), the bracket cites: a marker
 read as a citation by mistake costs a rejection someone can see, while a marker
 hidden by mistake would let a fabricated citation through unseen.
 
@@ -196,6 +198,20 @@ _HTML_START = re.compile(
     r")",
     re.IGNORECASE,
 )
+# Attributes of an HTML tag, shared by type-7 blocks and inline raw HTML. Possessive
+# throughout: a tag that never closes fails without backtracking.
+_ATTRIBUTES = (
+    r"(?:\s++[A-Za-z_:][A-Za-z0-9_.:-]*+"
+    r"(?:\s*+=\s*+(?:[^\s\"'=<>`]++|'[^']*+'|\"[^\"]*+\"))?+)*+"
+)
+_OPEN_TAG = rf"<[A-Za-z][A-Za-z0-9-]*+{_ATTRIBUTES}\s*+/?>"
+_CLOSE_TAG = r"</[A-Za-z][A-Za-z0-9-]*+\s*+>"
+# CommonMark's HTML block type 7: a line holding only a complete open or closing tag
+# (not one of type 1's names). It cannot interrupt a paragraph; a blank line ends it.
+_HTML_TYPE7 = re.compile(
+    rf"(?!<(?:script|pre|style|textarea)\b)(?P<t7>{_OPEN_TAG}|{_CLOSE_TAG})[ \t]*+$",
+    re.IGNORECASE,
+)
 _HTML_END = {
     "t1": re.compile(r"</(?:script|pre|style|textarea)>", re.IGNORECASE),
     "t2": re.compile(r"-->"),
@@ -211,7 +227,12 @@ class _Container(NamedTuple):
 
 
 class _BlockScanner:
-    """Walks the lines of a text once, emitting fenced blocks and paragraph chunks."""
+    """Walks the lines of a text once, emitting fenced blocks and paragraph chunks.
+
+    Indentation is measured in columns with tab stops every 4, as CommonMark does,
+    and a tab only partly used by a container leaves its remaining columns as
+    indentation of what follows (``extra``).
+    """
 
     def __init__(self, text: str, spans: list[MaskedSpan]) -> None:
         self.text = text
@@ -222,6 +243,8 @@ class _BlockScanner:
         self.fence: tuple[re.Pattern[str], int, int] | None = None  # closer, len, start
         self.html_end: re.Pattern[str] | None = None  # None with html_open: blank ends
         self.html_open = False
+        # The cursor within the current line.
+        self.pos = self.col = self.extra = self.end = 0
 
     def run(self) -> None:
         text = self.text
@@ -242,30 +265,67 @@ class _BlockScanner:
                 pos = eol.end() if eol else n
         self._close_leaf(n)
 
-    # One line: match open containers, open new ones, then the leaf block.
+    # --- the cursor ----------------------------------------------------------------
+
+    def _indent(self) -> int:
+        """Columns of whitespace at the cursor, counting a split tab's remainder."""
+        return self.extra + _columns(self.text, self.pos, self.end, self.col)[0]
+
+    def _first_text(self) -> int:
+        """Position of the first non-whitespace character at or after the cursor."""
+        return _columns(self.text, self.pos, self.end, self.col)[1]
+
+    def _consume(self, n: int) -> None:
+        """Move past ``n`` columns of indentation; a straddled tab leaves ``extra``."""
+        if self.extra >= n:
+            self.extra -= n
+            return
+        target = self.col + n - self.extra
+        text, pos, col = self.text, self.pos, self.col
+        while col < target and pos < self.end and text[pos] in " \t":
+            col += 1 if text[pos] == " " else 4 - col % 4
+            pos += 1
+        self.pos, self.col, self.extra = pos, col, max(0, col - target)
+
+    def _take_quote(self) -> bool:
+        """Consume a block quote marker (and one optional space) if one is here."""
+        if self._indent() > 3:  # noqa: PLR2004 - CommonMark's indentation limit
+            return False
+        first = self._first_text()
+        if first >= self.end or self.text[first] != ">":
+            return False
+        self.col += _columns(self.text, self.pos, first, self.col)[0] + 1
+        self.pos, self.extra = first + 1, 0
+        if self.pos < self.end and self.text[self.pos] in " \t":
+            width = 1 if self.text[self.pos] == " " else 4 - self.col % 4
+            self.pos += 1
+            self.col += width
+            self.extra = width - 1
+        return True
+
+    def _rest_blank(self) -> bool:
+        return self._first_text() >= self.end
+
+    # --- lines -----------------------------------------------------------------------
+
     def _line(self, start: int, end: int) -> None:
-        text = self.text
-        pos = start
+        """One line: match open containers, open new ones, then the leaf block."""
+        self.pos, self.col, self.extra, self.end = start, 0, 0, end
         matched = 0
         for container in self.containers:
             if container.quote:
-                m = _QUOTE.match(text, pos, end)
-                if m is None:
+                if not self._take_quote():
                     break
-                pos = m.end()
-                if pos < end and text[pos] in " \t":
-                    pos += 1
-            elif _BLANK.match(text, pos, end):
-                pos = end
+            elif self._rest_blank():
+                self.pos = end
+            elif self._indent() >= container.indent:
+                self._consume(container.indent)
             else:
-                indent = _indent(text, pos, end)
-                if indent < container.indent:
-                    break
-                pos += container.indent
+                break
             matched += 1
 
         if matched < len(self.containers):
-            if self._is_lazy_continuation(pos, end):
+            if self._is_lazy_continuation():
                 self.para_end = end
                 return
             self._close_leaf(start)
@@ -273,98 +333,108 @@ class _BlockScanner:
 
         if self.fence is not None:
             closer, length, _ = self.fence
-            m = closer.match(text, pos, end)
-            if m is not None and len(m.group(1)) >= length:
+            m = closer.match(self.text, self._first_text(), end)
+            if self._indent() <= 3 and m is not None and len(m.group(1)) >= length:  # noqa: PLR2004
                 self._close_leaf(end)
             return
         if self.html_open:
-            self._html_line(pos, end)
+            self._html_line()
             return
 
-        pos = self._open_containers(pos, end)
-        self._leaf(pos, end)
+        self._open_containers()
+        self._leaf()
 
-    def _is_lazy_continuation(self, pos: int, end: int) -> bool:
+    def _is_lazy_continuation(self) -> bool:
         # A paragraph continues across a line that lost its containers when that
         # line would otherwise be ordinary paragraph text.
-        if self.para_start is None or _BLANK.match(self.text, pos, end):
+        if self.para_start is None or self._rest_blank():
             return False
-        return not self._starts_block(pos, end)
+        return not self._starts_block()
 
-    def _starts_block(self, pos: int, end: int) -> bool:
-        text = self.text
-        if _QUOTE.match(text, pos, end) or _ATX.match(text, pos, end):
+    def _starts_block(self) -> bool:
+        if self._indent() > 3:  # noqa: PLR2004 - indented text starts nothing
+            return False
+        text, first, end = self.text, self._first_text(), self.end
+        if text[first] == ">" or _ATX.match(text, first, end):
             return True
-        if _THEMATIC.match(text, pos, end) or _HTML_START.match(text, pos, end):
+        if _THEMATIC.match(text, first, end) or _HTML_START.match(text, first, end):
             return True
-        fence = _FENCE_OPEN.match(text, pos, end)
+        fence = _FENCE_OPEN.match(text, first, end)
         if fence is not None and _is_fence(fence):
             return True
-        item = _ITEM.match(text, pos, end)
+        item = _ITEM.match(text, first, end)
         return item is not None and _can_interrupt(text, item, end)
 
-    def _open_containers(self, pos: int, end: int) -> int:
-        text = self.text
-        while True:
-            m = _QUOTE.match(text, pos, end)
-            if m is not None:
-                self._close_leaf(pos)
+    def _open_containers(self) -> None:
+        text, end = self.text, self.end
+        while self._indent() <= 3:  # noqa: PLR2004 - CommonMark's indentation limit
+            first = self._first_text()
+            if first < end and text[first] == ">":
+                self._close_leaf(first)
+                self._take_quote()
                 self.containers.append(_Container(quote=True, indent=0))
-                pos = m.end()
-                if pos < end and text[pos] in " \t":
-                    pos += 1
                 continue
-            m = _ITEM.match(text, pos, end)
-            if m is None or _THEMATIC.match(text, pos, end):
-                return pos
+            m = _ITEM.match(text, first, end)
+            if m is None or _THEMATIC.match(text, first, end):
+                return
             if self.para_start is not None and not _can_interrupt(text, m, end):
-                return pos
-            self._close_leaf(pos)
-            content = m.end()
-            spaces = _indent(text, content, end)
-            if _BLANK.match(text, content, end) or spaces > 4:  # noqa: PLR2004 - CommonMark's rule
+                return
+            self._close_leaf(first)
+            # The item's content column, relative to where this container begins.
+            start_col = self.col - self.extra
+            content_col = self.col + _columns(text, self.pos, first, self.col)[0]
+            content_col += m.end() - first
+            spaces, _ = _columns(text, m.end(), end, content_col)
+            if _BLANK.match(text, m.end(), end) or spaces > 4:  # noqa: PLR2004 - CommonMark
                 spaces = 1
-            self.containers.append(_Container(quote=False, indent=content - pos + spaces))
-            pos = min(content + spaces, end)
+            self.pos, self.col, self.extra = m.end(), content_col, 0
+            self._consume(spaces)
+            self.containers.append(_Container(quote=False, indent=content_col + spaces - start_col))
 
-    def _leaf(self, pos: int, end: int) -> None:
-        text = self.text
-        if _BLANK.match(text, pos, end):
-            self._close_leaf(pos)
+    def _leaf(self) -> None:
+        text, end = self.text, self.end
+        if self._rest_blank():
+            self._close_leaf(self.pos)
             return
-        fence = _FENCE_OPEN.match(text, pos, end)
+        first = self._first_text()
+        if self._indent() >= 4:  # noqa: PLR2004 - continuation, or indented code (raw: cites)
+            if self.para_start is not None:
+                self.para_end = end
+            return
+        fence = _FENCE_OPEN.match(text, first, end)
         if fence is not None and _is_fence(fence):
-            self._close_leaf(pos)
+            self._close_leaf(first)
             run = fence.group(1)
             closer = _CLOSE_BACKTICKS if run[0] == "`" else _CLOSE_TILDES
-            self.fence = (closer, len(run), pos)
+            self.fence = (closer, len(run), first)
             return
-        if _ATX.match(text, pos, end) or _THEMATIC.match(text, pos, end):
-            self._close_leaf(pos)
-            self._inline(pos, end)
+        if _ATX.match(text, first, end) or _THEMATIC.match(text, first, end):
+            self._close_leaf(first)
+            self._inline(first, end)
             return
-        if self.para_start is not None and _SETEXT.match(text, pos, end):
+        if self.para_start is not None and _SETEXT.match(text, first, end):
             self.para_end = end
             self._close_leaf(end)
             return
-        html = _HTML_START.match(text, pos, end)
+        html = _HTML_START.match(text, first, end)
+        if html is None and self.para_start is None:
+            html = _HTML_TYPE7.match(text, first, end)  # cannot interrupt a paragraph
         if html is not None:
-            self._close_leaf(pos)
+            self._close_leaf(first)
             self.html_open = True
             self.html_end = _HTML_END.get(html.lastgroup or "")
-            self._html_line(pos, end)
+            self.pos = first
+            self._html_line()
             return
         if self.para_start is None:
-            if _indent(text, pos, end) >= 4:  # noqa: PLR2004 - indented code: raw, cites
-                return
-            self.para_start = pos
+            self.para_start = first
         self.para_end = end
 
-    def _html_line(self, pos: int, end: int) -> None:
+    def _html_line(self) -> None:
         if self.html_end is None:
-            if _BLANK.match(self.text, pos, end):
+            if self._rest_blank():
                 self.html_open = False
-        elif self.html_end.search(self.text, pos, end):
+        elif self.html_end.search(self.text, self.pos, self.end):
             self.html_open = False
 
     def _close_leaf(self, at: int) -> None:
@@ -398,9 +468,9 @@ def _can_interrupt(text: str, item: re.Match[str], end: int) -> bool:
     return number is None or number == "1"
 
 
-def _indent(text: str, pos: int, end: int) -> int:
-    """Columns of leading whitespace from ``pos`` (tabs stop every 4 columns)."""
-    col = 0
+def _columns(text: str, pos: int, end: int, col: int) -> tuple[int, int]:
+    """Width in columns, and end, of the whitespace run at ``pos`` (at column ``col``)."""
+    start_col = col
     while pos < end:
         ch = text[pos]
         if ch == " ":
@@ -410,7 +480,7 @@ def _indent(text: str, pos: int, end: int) -> int:
         else:
             break
         pos += 1
-    return col
+    return col - start_col, pos
 
 
 # --- inline structure ----------------------------------------------------------------
@@ -420,7 +490,17 @@ def _indent(text: str, pos: int, end: int) -> int:
 # exactly the same length follows; a "]" closes the most recent "[" and forms a link
 # if an inline destination follows.
 
-_TOKEN = re.compile(r"[`\[\]]")
+_TOKEN = re.compile(r"[`\[\]<]")
+# What may follow "<" and win over a code span or a link that starts later:
+# autolinks and inline raw HTML (CommonMark 6.5, 6.6). Comments, processing
+# instructions, declarations and CDATA are found by their closers (see _raw_html).
+_AUTOLINK_OR_TAG = re.compile(
+    r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\x00-\x20<>]*+>"  # URI autolink
+    r"|<[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]++@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*+>"  # e-mail autolink
+    rf"|{_OPEN_TAG}|{_CLOSE_TAG}"
+)
+_HTML_CLOSERS = (("<!--", "-->"), ("<?", "?>"), ("<![CDATA[", "]]>"))
 _SIMPLE_PAIR = re.compile(r"\[[^\[\]`\\]*+\]")
 _BACKTICKS = re.compile(r"`++")
 _WS_ONE_EOL = re.compile(r"[ \t]*+(?:(?:\r\n|\r|\n)[ \t]*+)?")
@@ -455,9 +535,11 @@ class _InlineScanner:
             self.runs.setdefault(run_end - pos, []).append(pos)
             pos = text.find("`", run_end, end)
         self.cursor: dict[int, int] = dict.fromkeys(self.runs, 0)
+        self.missing: set[str] = set()  # raw-HTML closers known to be absent
 
     def run(self) -> None:
-        if self.text.find("](", self.start, self.end) < 0:
+        text, start, end = self.text, self.start, self.end
+        if text.find("](", start, end) < 0 and text.find("<", start, end) < 0:
             self._code_spans_only()
         else:
             self._code_spans_and_links()
@@ -499,6 +581,9 @@ class _InlineScanner:
             if char == "`":
                 run_end = _BACKTICKS.match(text, pos, self.end).end()  # type: ignore[union-attr]
                 skip_to = self._code_span(pos, run_end)
+            elif char == "<":
+                if not _escaped(text, pos, self.start):
+                    skip_to = self._raw_html(pos)
             elif char == "[":
                 if _escaped(text, pos, self.start):
                     continue
@@ -517,11 +602,11 @@ class _InlineScanner:
                 floor = min(floor, len(openers))
                 if not active:
                     continue
-                dest_end = self._link_tail(pos + 1)
-                if dest_end < 0:
+                tail = self._link_tail(pos + 1)
+                if tail is None:
                     continue
+                dest_end, skip_to = tail
                 self.spans.append(MaskedSpan(pos + 1, dest_end, "link_destination"))
-                skip_to = dest_end
                 if not image:
                     floor = len(openers)  # no links inside links
 
@@ -535,30 +620,63 @@ class _InlineScanner:
         self.cursor[length] = i
         return positions[i] if i < len(positions) else -1
 
-    def _link_tail(self, pos: int) -> int:
-        """Parse ``(destination "title")`` at ``pos``; return its end, or -1."""
+    def _raw_html(self, pos: int) -> int:
+        """Skip an autolink or inline raw HTML starting at ``pos``; return where to resume.
+
+        Returns ``pos + 1`` when nothing starts here. Comments and the other forms
+        that end in a fixed closer are found with ``str.find``, and a closer missing
+        once is missing for every later start, which keeps this linear.
+        """
+        text, end = self.text, self.end
+        m = _AUTOLINK_OR_TAG.match(text, pos, end)
+        if m is not None:
+            return m.end()
+        for opener, closer in _HTML_CLOSERS:
+            if text.startswith(opener, pos, end) and closer not in self.missing:
+                if opener == "<!--" and text.startswith(("<!-->", "<!--->"), pos, end):
+                    return pos + (5 if text.startswith("<!-->", pos, end) else 6)
+                found = text.find(closer, pos + len(opener), end)
+                if found < 0:
+                    self.missing.add(closer)
+                    return pos + 1
+                return found + len(closer)
+        if text.startswith("<!", pos, end) and pos + 2 < end and text[pos + 2].isalpha():
+            found = text.find(">", pos + 2, end)  # a declaration such as <!DOCTYPE x>
+            return found + 1 if found >= 0 else pos + 1
+        return pos + 1
+
+    def _link_tail(self, pos: int) -> tuple[int, int] | None:
+        """Parse ``(destination "title")`` at ``pos``.
+
+        Returns where the masked part ends and where the link ends; ``None`` when
+        this is not an inline link. The masked part is the whole ``(...)`` tail, or,
+        when there is a title, only ``(`` and the destination: a title is not a
+        destination, and a marker in it cites.
+        """
         text, end = self.text, self.end
         if pos >= end or text[pos] != "(":
-            return -1
+            return None
         pos = _WS_ONE_EOL.match(text, pos + 1, end).end()  # type: ignore[union-attr]
         if pos < end and text[pos] == "<":
             m = _POINTY_DEST.match(text, pos, end)
             if m is None:
-                return -1
+                return None
             pos = m.end()
         else:
             pos = _raw_destination(text, pos, end)
             if pos < 0:
-                return -1
+                return None
+        dest_end = None
         gap = _WS_ONE_EOL.match(text, pos, end).end()  # type: ignore[union-attr]
         if gap > pos and gap < end and text[gap] in _TITLE:
             m = _TITLE[text[gap]].match(text, gap, end)
             if m is None:
-                return -1
+                return None
+            dest_end = pos
             gap = _WS_ONE_EOL.match(text, m.end(), end).end()  # type: ignore[union-attr]
         if gap < end and text[gap] == ")":
-            return gap + 1
-        return -1
+            return (gap + 1 if dest_end is None else dest_end), gap + 1
+        return None
 
 
 def _raw_destination(text: str, pos: int, end: int) -> int:

@@ -18,12 +18,15 @@ import ipaddress
 import re
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from citemark._markers import GROUP_PATTERN
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable
 
     from citemark._chat import ChatModel
 
@@ -32,20 +35,28 @@ __all__ = ["RedactingChat", "RedactionReport", "redact"]
 # Each detector finds candidates with a bounded pattern (every repetition has an
 # upper limit, so no input makes a pattern backtrack more than a constant per
 # position), and a validator where the pattern alone over-matches.
+# The local part takes every character RFC 5322 allows unquoted, so a value such as
+# o'brien@example.org is replaced whole, never in part.
+_LOCAL = r"A-Za-z0-9.!#$%&'*+/=?^_`{|}~-"
 _EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
+    rf"(?<![{_LOCAL}])[{_LOCAL}]{{1,64}}@[A-Za-z0-9-]{{1,63}}(?:\.[A-Za-z0-9-]{{1,63}}){{1,8}}"
     r"(?![A-Za-z0-9-])"
 )
 _CARD = re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])")
-_IPV6 = re.compile(r"(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Fa-f:])")
+# An IPv6 candidate, possibly ending in an embedded IPv4 address (::ffff:192.0.2.1),
+# so the address is replaced whole; ipaddress decides whether it is one.
+_IPV6 = re.compile(
+    r"(?<![0-9A-Fa-f:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){1,7}"
+    r"(?:\.[0-9]{1,3}){0,3}(?![0-9A-Fa-f:.])"
+)
 _IPV4 = re.compile(
     r"(?<![0-9.])(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}"
     r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?!\.?[0-9])"
 )
-# A phone number: an optional +country code, an optional (area) code, then two to
+# A phone number: an optional +country code, an optional (area) code, then one to
 # five groups of digits separated by a space, dot or dash. Validated by digit count.
 _PHONE = re.compile(
-    r"(?<![\w+])(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{1,4}\)[ .-]?)?[0-9]{2,5}(?:[ .-][0-9]{2,5}){1,4}"
+    r"(?<![\w+])(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{1,4}\)[ .-]?)?[0-9]{2,15}(?:[ .-][0-9]{2,8}){0,4}"
     r"(?![\w])"
 )
 _KIND = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
@@ -123,10 +134,46 @@ def redact(
 
 
 def restore(text: str, tokens: Mapping[str, str]) -> str:
-    """Put the original values back for every token issued in this call."""
-    if not tokens:
-        return text
-    return _TOKEN.sub(lambda m: tokens.get(m.group(), m.group()), text)
+    """Put the original values back for every token issued in this call.
+
+    A restored value must never become part of a citation marker: a model that
+    wrote ``[[TERM_1]]`` for the term ``"2"`` must not thereby cite source 2. Where
+    restoring a token would put it inside a bracket group, that token stays as the
+    model wrote it.
+    """
+    while tokens:
+        out: list[str] = []
+        restored: list[tuple[int, int, str]] = []  # (start, end, token) in the output
+        pos = length = 0
+        for m in _TOKEN.finditer(text):
+            value = tokens.get(m.group())
+            if value is None:
+                continue
+            out.append(text[pos : m.start()])
+            length += m.start() - pos
+            restored.append((length, length + len(value), m.group()))
+            out.append(value)
+            length += len(value)
+            pos = m.end()
+        out.append(text[pos:])
+        result = "".join(out)
+        clashing = _inside_groups(result, restored)
+        if not clashing:
+            return result
+        tokens = {k: v for k, v in tokens.items() if k not in clashing}
+    return text
+
+
+def _inside_groups(text: str, spans: list[tuple[int, int, str]]) -> set[str]:
+    """Tokens whose restored span overlaps a marker group of ``text``."""
+    starts = [start for start, _, _ in spans]
+    clashing = set()
+    for group in GROUP_PATTERN.finditer(text):
+        i = bisect.bisect_left(starts, group.end())
+        while i > 0 and spans[i - 1][1] > group.start():
+            clashing.add(spans[i - 1][2])
+            i -= 1
+    return clashing
 
 
 class RedactingChat:
@@ -160,7 +207,7 @@ class RedactingChat:
                 the kind ``TERM``.
         """
         self.inner = inner
-        pairs = terms.items() if isinstance(terms, dict) else ((t, "TERM") for t in terms)
+        pairs = terms.items() if isinstance(terms, Mapping) else ((t, "TERM") for t in terms)
         self.terms: dict[str, str] = {}
         for term, kind in pairs:
             if not _KIND.fullmatch(kind):
@@ -214,9 +261,14 @@ def _find(text: str, terms: Mapping[str, str]) -> list[tuple[int, int, str]]:
         taken.insert(i, (start, end, kind))
 
     if terms:
-        # Longest first, so "Jane Roe" wins over "Jane".
+        # Longest first, so "Jane Roe" wins over "Jane". A term never matches inside
+        # a marker group: citemark's own "[2]" headers stay intact for a term "2".
+        groups = [m.span() for m in GROUP_PATTERN.finditer(text)]
         pattern = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
         for m in re.finditer(pattern, text):
+            i = bisect.bisect_right(groups, (m.start(), len(text)))
+            if i and groups[i - 1][1] > m.start():
+                continue
             claim(m.start(), m.end(), terms[m.group()])
     for m in _EMAIL.finditer(text):
         claim(m.start(), m.end(), "EMAIL")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
+import string
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SYNTHESIS_PROMPT",
+    "check_template",
     "indent_block",
     "prompt_sha256",
     "recover_numbering",
@@ -148,6 +150,30 @@ def recover_numbering(prompt: str, texts: Sequence[str]) -> list[int | None]:
 def indent_block(text: str) -> str:
     """Sanitize ``text`` and indent every line after the first, as source content is."""
     return sanitize_text(text).replace("\n", "\n" + _INDENT)
+
+
+def check_template(template: str, fields: frozenset[str]) -> None:
+    """Refuse a `str.format` template that does not use exactly ``fields``.
+
+    Each field must appear at least once, with no format spec or conversion, and any
+    other brace must be doubled; checked at construction so a bad template fails
+    before a model is called.
+
+    Raises:
+        ValueError: the template does not fit.
+    """
+    names = ", ".join("{" + name + "}" for name in sorted(fields))
+    msg = (
+        f"prompt template must use exactly the fields {names}, each at least once, "
+        "with no format spec or conversion, and double any other brace"
+    )
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:
+        raise ValueError(msg) from None  # a lone brace
+    used = [(name, spec, conversion) for _, name, spec, conversion in parsed if name is not None]
+    if {name for name, _, _ in used} != fields or any(spec or conv for _, spec, conv in used):
+        raise ValueError(msg)
 
 
 def prompt_sha256(template: str) -> str:

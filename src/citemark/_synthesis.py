@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from citemark._errors import NoSourcesError, QueryRewriteError, SynthesisError
 from citemark._render import (
     DEFAULT_SYNTHESIS_PROMPT,
+    check_template,
     prompt_sha256,
     render_prompt,
     sanitize_text,
@@ -60,7 +61,12 @@ class Synthesizer:
     """
 
     def __init__(self, chat: ChatModel, prompt_template: str = DEFAULT_SYNTHESIS_PROMPT) -> None:
-        """Use ``chat`` for completions and ``prompt_template`` (``{question}``, ``{sources}``)."""
+        """Use ``chat`` for completions and ``prompt_template`` (``{question}``, ``{sources}``).
+
+        Raises:
+            ValueError: the template does not use exactly ``{question}`` and ``{sources}``.
+        """
+        check_template(prompt_template, frozenset({"question", "sources"}))
         self.chat = chat
         self.prompt_template = prompt_template
 
@@ -106,7 +112,12 @@ class QueryRewriter:
     """
 
     def __init__(self, chat: ChatModel, prompt_template: str = DEFAULT_REWRITE_PROMPT) -> None:
-        """Use ``chat`` for completions and ``prompt_template`` (``{query}``)."""
+        """Use ``chat`` for completions and ``prompt_template`` (``{query}``).
+
+        Raises:
+            ValueError: the template does not use exactly ``{query}``.
+        """
+        check_template(prompt_template, frozenset({"query"}))
         self.chat = chat
         self.prompt_template = prompt_template
 

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Reply", "ScriptExhaustedError", "ScriptedChat"]
 
-Reply: TypeAlias = "str | BaseException | Callable[[str], str]"
-"""One scripted reply: a string to return, an exception to raise, or a function of
-the prompt that returns the reply (which is how a test scripts a model that leaks
-or echoes what it was shown)."""
+Reply: TypeAlias = "str | BaseException | type[BaseException] | Callable[[str], str]"
+"""One scripted reply: a string to return, an exception (instance or class) to
+raise, or a function of the prompt that returns the reply (which is how a test
+scripts a model that leaks or echoes what it was shown)."""
 
 
 class ScriptExhaustedError(AssertionError):
@@ -87,7 +87,7 @@ class ScriptedChat:
     @property
     def remaining(self) -> int:
         """How many scripted replies have not been used yet."""
-        return len(self._replies) - len(self.prompts)
+        return max(0, len(self._replies) - len(self.prompts))
 
     async def complete(self, prompt: str) -> str:
         """Record ``prompt`` and return (or raise) the next scripted reply.
@@ -108,6 +108,8 @@ class ScriptedChat:
         reply = self._replies[index]
         if isinstance(reply, BaseException):
             raise reply
-        if callable(reply):
-            return reply(prompt)
-        return reply
+        if isinstance(reply, type):
+            raise reply
+        if isinstance(reply, str):
+            return reply
+        return reply(prompt)

@@ -7,13 +7,13 @@ from operator import itemgetter
 
 import pytest
 from fakes import DOCUMENTS, QUESTION, ListRetriever
-from langchain_citemark import CitationCallbackHandler, CitedAnswerChain
 from langchain_core.language_models import FakeListChatModel, FakeListLLM
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, PromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from citemark import MarkerOutOfRangeError
+from langchain_citemark import CitationCallbackHandler, CitedAnswerChain
 
 
 def own_formatting(docs) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from langchain_citemark import LangChainChat
 from langchain_core.language_models import FakeListChatModel, FakeListLLM
 
 from citemark import ChatError, ChatModel, FaithfulnessJudge, Source
+from langchain_citemark import LangChainChat
 
 CANARY = "CANARY-lc-bridge-5e1"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from fakes import DOCUMENTS
-from langchain_citemark import LangChainChat, make_citation_evaluator
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage
 
 from citemark import CitedAnswer
+from langchain_citemark import LangChainChat, make_citation_evaluator
 
 
 def run(outputs, inputs=None):

@@ -7,7 +7,6 @@ from operator import itemgetter
 
 import pytest
 from fakes import DOCUMENTS, QUESTION, ChunkedFakeChatModel, ListRetriever
-from langchain_citemark import CITED_ANSWER_PROMPT, CitationOutputParser, format_documents
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage
@@ -15,6 +14,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnablePassthrough
 
 from citemark import CitedAnswer, MarkerOutOfRangeError, NoSourcesError, SynthesisError
+from langchain_citemark import CITED_ANSWER_PROMPT, CitationOutputParser, format_documents
 
 
 class TestParse:

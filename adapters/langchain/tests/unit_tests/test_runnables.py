@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 from fakes import DOCUMENTS, QUESTION, ChunkedFakeChatModel
-from langchain_citemark import CitedAnswerChain, create_cited_answer_chain
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from citemark import CitedAnswer, MarkerOutOfRangeError, NoSourcesError, SynthesisError
+from langchain_citemark import CitedAnswerChain, create_cited_answer_chain
 
 GOOD = "They terminate when litigation is filed [1]; keep notices [2]."
 INPUT = {"question": QUESTION, "documents": DOCUMENTS}
