@@ -70,7 +70,9 @@ class TestTermsAndMarkers:
         """Plain token substitution would turn it into citation 2."""
         naive = "see [[CLAUSE_1]]".replace("[CLAUSE_1]", "2")
         assert [2] == [o.number for o in parse_markers(naive)]
-        assert [] == [o.number for o in parse_markers(restore("see [[CLAUSE_1]]", {"[CLAUSE_1]": "2"}))]
+        assert [] == [
+            o.number for o in parse_markers(restore("see [[CLAUSE_1]]", {"[CLAUSE_1]": "2"}))
+        ]
 
     def test_other_tokens_still_restore(self):
         """Only a clashing token stays; the others are restored."""

@@ -19,7 +19,9 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
+
+import httpx
 
 from citemark._chat import OpenAIChat
 from citemark._errors import ChatError, MarkerOutOfRangeError, SynthesisError
@@ -56,11 +58,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, "interrupted", 130)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2, like every error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="citemark", description="Checkable citations for RAG answers."
+    parser = _Parser(prog="citemark", description="Checkable citations for RAG answers.")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     answer = commands.add_parser(
         "answer",
@@ -92,12 +101,18 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", help="model name")
     parser.add_argument("--api-key", help="API key (prefer CITEMARK_API_KEY)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds (default 120)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the model's reply (default 120; connecting waits 5)",
+    )
 
 
 def _chat(args: argparse.Namespace) -> OpenAIChat:
     try:
-        return OpenAIChat(args.base_url, args.model, args.api_key, timeout=args.timeout)
+        timeout = httpx.Timeout(connect=5.0, read=args.timeout, write=30.0, pool=10.0)
+        return OpenAIChat(args.base_url, args.model, args.api_key, timeout=timeout)
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
 

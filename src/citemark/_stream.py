@@ -8,8 +8,10 @@ unfinished ``](`` in its paragraph, which later text might close). When the stre
 ends, `finish` resolves the whole text exactly as `citemark.resolve` does, so a
 stream can never accept what `resolve` would reject, and vice versa.
 
-A marker split across chunks (``"[1"`` then ``"2]"``) is handled: the scan resumes
-at the last ``[`` that has not been closed yet.
+A marker split across chunks (``"[1"`` then ``"2]"``) is handled: the scan keeps
+only a ``[`` that later text could still close as a group. Feeding is linear in
+the text; while an out-of-range marker waits for certainty, each chunk that could
+settle it re-reads the whole text once.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["StreamingResolver"]
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\r?\n")
+# What may follow "[" in an unfinished marker group.
+_GROUP_PREFIX = re.compile(r"[0-9, ]*")
 
 
 class StreamingResolver:
@@ -62,14 +66,18 @@ class StreamingResolver:
         if not sources:
             raise NoSourcesError
         self._sources = tuple(sources)
-        self._text = ""
-        self._scan_from = 0  # groups before this offset were already examined
+        # Everything fed so far is "".join(self._done) + self._tail. The tail holds
+        # only what could still be the start of a marker group, so it stays short and
+        # feeding stays linear; the whole text is joined only when a marker waits.
+        self._done: list[str] = []
+        self._tail = ""
+        self._tail_at = 0  # offset of the tail in the whole text
         self._waiting: list[tuple[int, int]] = []  # (group start, marker) to re-check
 
     @property
     def text(self) -> str:
         """Everything fed so far."""
-        return self._text
+        return "".join(self._done) + self._tail
 
     def feed(self, chunk: str) -> str:
         """Append ``chunk`` and return it unchanged.
@@ -78,9 +86,12 @@ class StreamingResolver:
             MarkerOutOfRangeError: a complete marker outside ``1..N`` is certainly a
                 citation, whatever text follows.
         """
-        self._text += chunk
-        if "]" in chunk or (self._waiting and ("`" in chunk or ")" in chunk or "\n" in chunk)):
-            self._check()
+        self._tail += chunk
+        if "]" in chunk:
+            self._find_groups()
+        self._trim()
+        if self._waiting and ("]" in chunk or "`" in chunk or ")" in chunk or "\n" in chunk):
+            self._raise_if_certain()
         return chunk
 
     def finish(self) -> CitedAnswer:
@@ -90,25 +101,38 @@ class StreamingResolver:
             SynthesisError: the text is blank, or a marker is out of range
                 (`MarkerOutOfRangeError`).
         """
-        return resolve(self._text, self._sources)
+        return resolve(self.text, self._sources)
 
-    def _check(self) -> None:
-        text = self._text
+    def _find_groups(self) -> None:
         count = len(self._sources)
-        for group in GROUP_PATTERN.finditer(text, self._scan_from):
+        for group in GROUP_PATTERN.finditer(self._tail):
             for digits in group.group(1).split(","):
                 number = marker_number(digits.strip(" "))
                 if not 0 < number <= count:
-                    self._waiting.append((group.start(), number))
+                    self._waiting.append((self._tail_at + group.start(), number))
                     break
-        # Resume at the last "[" not yet closed, so a split marker is seen whole.
-        last_open = text.rfind("[", self._scan_from)
-        self._scan_from = last_open if last_open > text.rfind("]") else len(text)
-        if self._waiting:
-            self._raise_if_certain()
+        # Those groups are examined; only an unclosed "[" after them may continue.
+        last_close = self._tail.rfind("]")
+        if last_close >= 0:
+            self._retire(last_close + 1)
+
+    def _trim(self) -> None:
+        """Keep in the tail only a "[" that later text could still close as a group."""
+        tail = self._tail
+        opener = tail.rfind("[")
+        if opener < 0 or not _GROUP_PREFIX.fullmatch(tail, opener + 1):
+            self._retire(len(tail))
+        elif opener > 0:
+            self._retire(opener)
+
+    def _retire(self, length: int) -> None:
+        if length:
+            self._done.append(self._tail[:length])
+            self._tail = self._tail[length:]
+            self._tail_at += length
 
     def _raise_if_certain(self) -> None:
-        text = self._text
+        text = self.text
         spans = masked_spans(text)
         still_waiting = []
         for start, number in self._waiting:
