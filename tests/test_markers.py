@@ -65,6 +65,7 @@ CASES: list[tuple[str, list[int]]] = [
     ("[1](https://x)[2](https://y)", [1, 2]),
     ("[x](https://e/[2])", []),
     ("[x](https://e/[2]) and [3]", [3]),
+    ("(see) [x](https://e/[2]) and [3]", [3]),  # a "(" first must not hide the link
     ("[3](https://x) and [x](y [4])", [3, 4]),  # "[4]" is no title: not a link
     ("[x](<https://e/[2]>)", []),
     ('[x](https://e/[2] "t [5]")', [5]),  # a title is no destination: it cites

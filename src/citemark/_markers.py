@@ -107,9 +107,7 @@ def group_bodies(text: str) -> list[str]:
 
     The fast path `citemark.resolve` uses: no offsets, no per-occurrence objects.
     """
-    if not _may_mask(text):
-        return GROUP_PATTERN.findall(text)
-    return [m.group(1) for m in _groups(text)]
+    return GROUP_PATTERN.findall(_unmasked(text))
 
 
 def marker_number(digits: str) -> int:
@@ -131,27 +129,43 @@ def masked_spans(text: str) -> list[MaskedSpan]:
 
 
 def _may_mask(text: str) -> bool:
-    # Code needs a backtick or a tilde; a link destination needs "](".
-    return "`" in text or "~" in text or "](" in text
+    # Code needs a backtick or a tilde; a link destination needs "](". Searching
+    # for "](" directly is slow in text full of markers (every "]" is a false
+    # start), so look at each "(" instead: answers have few.
+    if "`" in text or "~" in text:
+        return True
+    paren = text.find("(", 1)
+    while paren >= 0:
+        if text[paren - 1] == "]":
+            return True
+        paren = text.find("(", paren + 1)
+    return False
 
 
 def _groups(text: str) -> list[re.Match[str]]:
-    matches = list(GROUP_PATTERN.finditer(text))
-    if not matches or not _may_mask(text):
-        return matches
+    return list(GROUP_PATTERN.finditer(_unmasked(text)))
+
+
+def _unmasked(text: str) -> str:
+    """``text`` with every masked span overwritten by backticks, offsets unchanged.
+
+    A group never straddles a span boundary, and a backtick can be part of no group,
+    so the groups of the result are exactly the citing groups of ``text``, found by
+    one C-speed pass instead of a Python loop over every candidate.
+    """
+    if not _may_mask(text) or GROUP_PATTERN.search(text) is None:
+        return text
     spans = masked_spans(text)
     if not spans:
-        return matches
-    kept: list[re.Match[str]] = []
-    i = 0
-    for m in matches:
-        pos = m.start()
-        while i < len(spans) and spans[i].end <= pos:
-            i += 1
-        if i < len(spans) and spans[i].start <= pos:
-            continue
-        kept.append(m)
-    return kept
+        return text
+    pieces = []
+    pos = 0
+    for start, end, _ in spans:
+        pieces.append(text[pos:start])
+        pieces.append("`" * (end - start))
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 # --- block structure --------------------------------------------------------------
@@ -310,6 +324,21 @@ class _BlockScanner:
 
     def _line(self, start: int, end: int) -> None:
         """One line: match open containers, open new ones, then the leaf block."""
+        text = self.text
+        if not self.containers:
+            # Fast paths for the two commonest lines outside containers.
+            if self.fence is not None:
+                closer, length, _ = self.fence
+                m = closer.match(text, start, end)
+                if m is not None and len(m.group(1)) >= length:
+                    self._close_leaf(end)
+                return
+            if not self.html_open and start < end and text[start].isalpha():
+                # Prose: a line that starts with a letter opens no block.
+                if self.para_start is None:
+                    self.para_start = start
+                self.para_end = end
+                return
         self.pos, self.col, self.extra, self.end = start, 0, 0, end
         matched = 0
         for container in self.containers:
@@ -393,11 +422,11 @@ class _BlockScanner:
 
     def _leaf(self) -> None:
         text, end = self.text, self.end
-        if self._rest_blank():
+        width, first = _columns(text, self.pos, end, self.col)
+        if first >= end:
             self._close_leaf(self.pos)
             return
-        first = self._first_text()
-        if self._indent() >= 4:  # noqa: PLR2004 - continuation, or indented code (raw: cites)
+        if self.extra + width >= 4:  # noqa: PLR2004 - continuation, or indented code (raw: cites)
             if self.para_start is not None:
                 self.para_end = end
             return
@@ -503,17 +532,40 @@ _AUTOLINK_OR_TAG = re.compile(
 _HTML_CLOSERS = (("<!--", "-->"), ("<?", "?>"), ("<![CDATA[", "]]>"))
 _SIMPLE_PAIR = re.compile(r"\[[^\[\]`\\]*+\]")
 _BACKTICKS = re.compile(r"`++")
-_WS_ONE_EOL = re.compile(r"[ \t]*+(?:(?:\r\n|\r|\n)[ \t]*+)?")
-_POINTY_DEST = re.compile(r"<(?:[^<>\r\n\\]|\\.)*+>")
-# A raw destination: runs of ordinary characters, a backslash escape of ASCII
-# punctuation (which never counts as a parenthesis), a lone backslash, or a paren.
-_RAW_DEST_PART = re.compile(r"[^\x00-\x20\x7f()\\]++|\\[!-/:-@\[-`{-~]?|\(|\)")
-_TITLE = {
-    '"': re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL),
-    "'": re.compile(r"'(?:[^'\\]|\\.)*+'", re.DOTALL),
-    "(": re.compile(r"\((?:[^()\\]|\\.)*+\)", re.DOTALL),
-}
-_MAX_PAREN_DEPTH = 32  # as cmark: deeper nesting is not a link destination
+
+_MAX_PAREN_DEPTH = 16  # deeper nesting is no link here: its markers cite (safe)
+
+
+def _nested_destination(depth: int) -> re.Pattern[str]:
+    """A raw destination with balanced parentheses nested at most ``depth`` deep.
+
+    Runs of ordinary characters, backslash escapes of ASCII punctuation (never a
+    parenthesis), lone backslashes, and balanced ``(...)``. The match stops at
+    whitespace, a control character, or a parenthesis that does not balance; the
+    caller then sees whether a ``)`` closes the link. One regex, so a text of many
+    unfinished ``](`` costs C-speed scanning, not a Python loop per character.
+    """
+    atom = r"[^\x00-\x20\x7f()\\]++|\\[!-/:-@\[-`{-~]|\\"
+    inner = f"(?:{atom})*+"
+    for _ in range(depth):
+        inner = f"(?:{atom}|\\({inner}\\))*+"
+    return re.compile(inner)
+
+
+_RAW_DEST = _nested_destination(_MAX_PAREN_DEPTH)
+# A whole inline link tail in one match (CommonMark 6.3): "(", optional whitespace
+# with at most one line ending, a destination, optionally whitespace and a title,
+# optional whitespace, ")". Possessive, so a failed tail costs one scan.
+_WS = r"[ \t]*+(?:(?:\r\n|\r|\n)[ \t]*+)?"
+_LINK_TAIL = re.compile(
+    rf"\({_WS}(?P<dest><(?:[^<>\r\n\\]|\\.)*+>|{_RAW_DEST.pattern})"
+    rf"(?:(?=[ \t\r\n]){_WS}(?P<title>"
+    r'"(?:[^"\\]|\\.)*+"'
+    r"|'(?:[^'\\]|\\.)*+'"
+    r"|\((?:[^()\\]|\\.)*+\))"
+    rf")?+{_WS}\)",
+    re.DOTALL,
+)
 
 
 class _InlineScanner:
@@ -528,12 +580,16 @@ class _InlineScanner:
         self.runs: dict[int, list[int]] = {}
         # str.find, then an anchored match: Python's re scans for a repeated
         # character about 25 times slower than for a single literal.
-        pos = text.find("`", start, end)
-        while pos >= 0:
-            run_end = _BACKTICKS.match(text, pos, end).end()  # type: ignore[union-attr]
-            self.ordered.append((pos, run_end))
-            self.runs.setdefault(run_end - pos, []).append(pos)
-            pos = text.find("`", run_end, end)
+        if text.count("`", start, end) * 64 > end - start:  # dense: finditer is cheaper
+            self.ordered = [m.span() for m in _BACKTICKS.finditer(text, start, end)]
+        else:
+            pos = text.find("`", start, end)
+            while pos >= 0:
+                run_end = _BACKTICKS.match(text, pos, end).end()  # type: ignore[union-attr]
+                self.ordered.append((pos, run_end))
+                pos = text.find("`", run_end, end)
+        for run_start, run_end in self.ordered:
+            self.runs.setdefault(run_end - run_start, []).append(run_start)
         self.cursor: dict[int, int] = dict.fromkeys(self.runs, 0)
         self.missing: set[str] = set()  # raw-HTML closers known to be absent
 
@@ -545,11 +601,30 @@ class _InlineScanner:
             self._code_spans_and_links()
 
     def _code_spans_only(self) -> None:
-        # Without "](" there is no inline link, so only backtick runs matter.
-        skip_to = self.start
+        # Without "](" or "<" there is no link or raw HTML, so only backtick runs
+        # matter. This loop is _code_span inlined: it runs once per run of backticks.
+        text, start, spans = self.text, self.start, self.spans
+        runs, cursor = self.runs, self.cursor
+        skip_to = start
         for run_start, run_end in self.ordered:
-            if run_start >= skip_to:
-                skip_to = max(skip_to, self._code_span(run_start, run_end))
+            if run_start < skip_to:
+                continue
+            pos, length = run_start, run_end - run_start
+            if pos > start and text[pos - 1] == "\\" and _escaped(text, pos, start):
+                pos += 1  # the escaped backtick is literal; the rest of the run may open
+                length -= 1
+                if length == 0:
+                    continue
+            positions = runs.get(length)
+            if positions is None:
+                continue
+            i = cursor[length]
+            while i < len(positions) and positions[i] < run_end:
+                i += 1
+            cursor[length] = i
+            if i < len(positions):
+                skip_to = positions[i] + length
+                spans.append(MaskedSpan(pos, skip_to, "code"))
 
     def _code_span(self, pos: int, run_end: int) -> int:
         """Open a code span at the run ``pos:run_end`` if it closes; return its end."""
@@ -653,49 +728,10 @@ class _InlineScanner:
         when there is a title, only ``(`` and the destination: a title is not a
         destination, and a marker in it cites.
         """
-        text, end = self.text, self.end
-        if pos >= end or text[pos] != "(":
+        m = _LINK_TAIL.match(self.text, pos, self.end)
+        if m is None:
             return None
-        pos = _WS_ONE_EOL.match(text, pos + 1, end).end()  # type: ignore[union-attr]
-        if pos < end and text[pos] == "<":
-            m = _POINTY_DEST.match(text, pos, end)
-            if m is None:
-                return None
-            pos = m.end()
-        else:
-            pos = _raw_destination(text, pos, end)
-            if pos < 0:
-                return None
-        dest_end = None
-        gap = _WS_ONE_EOL.match(text, pos, end).end()  # type: ignore[union-attr]
-        if gap > pos and gap < end and text[gap] in _TITLE:
-            m = _TITLE[text[gap]].match(text, gap, end)
-            if m is None:
-                return None
-            dest_end = pos
-            gap = _WS_ONE_EOL.match(text, m.end(), end).end()  # type: ignore[union-attr]
-        if gap < end and text[gap] == ")":
-            return (gap + 1 if dest_end is None else dest_end), gap + 1
-        return None
-
-
-def _raw_destination(text: str, pos: int, end: int) -> int:
-    depth = 0
-    while pos < end:
-        m = _RAW_DEST_PART.match(text, pos, end)
-        if m is None:  # whitespace or a control character ends it
-            break
-        part = m.group()
-        if part == "(":
-            depth += 1
-            if depth > _MAX_PAREN_DEPTH:
-                return -1
-        elif part == ")":
-            if depth == 0:
-                break
-            depth -= 1
-        pos = m.end()
-    return pos if depth == 0 else -1
+        return (m.end() if m.group("title") is None else m.end("dest")), m.end()
 
 
 def _escaped(text: str, pos: int, floor: int) -> bool:

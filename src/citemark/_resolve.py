@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["citation_for", "resolve"]
 
 _SHORT = 19  # digit strings this short convert with plain int(), no size guard needed
+_MAX_TABLES = 64
+_ANSWER_FIELDS = frozenset({"text", "citations"})
+_TABLES: dict[tuple[int, ...], tuple[tuple[Source, ...], dict[str, Citation]]] = {}
 
 
 def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
@@ -57,10 +60,16 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
     if not text.strip():
         msg = "the answer is blank: a blank completion is not an abstention"
         raise SynthesisError(msg)
+    table = _citation_table(sources)
     cited: dict[int, Citation] = {}
     # Distinct group bodies first: answers repeat the same few markers, and this
-    # loop is the hot path of every check (see bench/markers.py).
+    # loop is the hot path of every check (see bench/markers.py). A body such as
+    # "3" is one dict lookup; lists, leading zeros and bad numbers take the long way.
     for body in dict.fromkeys(group_bodies(text)):
+        citation = table.get(body)
+        if citation is not None:
+            cited.setdefault(citation.marker, citation)
+            continue
         if "," in body:
             numbers = [marker_number(digits.strip(" ")) for digits in body.split(",")]
         else:
@@ -70,7 +79,43 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
                 if not 0 < number <= count:
                     raise MarkerOutOfRangeError(number, count)
                 cited[number] = citation_for(sources[number - 1], number)
-    return CitedAnswer(text=text, citations=tuple(cited.values()))
+    return _answer(text, tuple(cited.values()))
+
+
+def _answer(text: str, citations: tuple[Citation, ...]) -> CitedAnswer:
+    """Build the result without re-validating what resolve itself just built.
+
+    ``citations`` come from validated sources through `citation_for`; revalidating
+    them (and copying a long ``text``) would cost more than the whole parse. This is
+    what ``model_construct`` does, without its per-field Python loop.
+    """
+    if type(text) is not str:
+        return CitedAnswer(text=text, citations=citations)  # let pydantic coerce or refuse
+    answer = CitedAnswer.__new__(CitedAnswer)
+    object.__setattr__(answer, "__dict__", {"text": text, "citations": citations})
+    object.__setattr__(answer, "__pydantic_fields_set__", _ANSWER_FIELDS)
+    object.__setattr__(answer, "__pydantic_extra__", None)
+    object.__setattr__(answer, "__pydantic_private__", None)
+    return answer
+
+
+def _citation_table(sources: Sequence[Source]) -> dict[str, Citation]:
+    """``{"1": citation of sources[0], ...}`` for this list, built once and reused.
+
+    Answers are resolved against the same sources many times (a batch, a stream, a
+    benchmark), so recent tables are kept, keyed by the identity of the sources.
+    The entry holds the sources themselves, so those identities cannot be reused
+    by other objects while the entry lives.
+    """
+    key = tuple(map(id, sources))
+    entry = _TABLES.get(key)
+    if entry is not None:
+        return entry[1]
+    table = {str(n): citation_for(source, n) for n, source in enumerate(sources, start=1)}
+    if len(_TABLES) >= _MAX_TABLES:
+        _TABLES.clear()
+    _TABLES[key] = (tuple(sources), table)
+    return table
 
 
 def citation_for(source: Source, marker: int) -> Citation:
