@@ -34,6 +34,7 @@ __all__ = ["sentence_coverage"]
 _END = re.compile(r"[.!?]++[\"'\u201d\u2019)\]]*+(?=\s|\Z)|\r\n|\r|\n")
 # A letter or a digit in any script: \w without the underscore.
 _WORDCHAR = re.compile(r"[^\W_]")
+_NONBLANK = re.compile(r"\S")
 
 
 def sentence_coverage(
@@ -72,7 +73,10 @@ def sentence_coverage(
             inner_owner.append(last_sentence)
         else:
             index = len(sentences)
-            sentences.append((pos, end))
+            # Shown from its first non-blank character: markers opening the piece
+            # belong to the sentence before, and so does their text.
+            shown = _NONBLANK.search(plain, pos, end)
+            sentences.append((shown.start() if shown else pos, end))
             firsts.append(first.start())
             opening_owner.append(index if broken or last_sentence is None else last_sentence)
             inner_owner.append(index)

@@ -1,0 +1,238 @@
+"""What every artifact needs: who produced it, what it read, and a write that cannot tear.
+
+SPEC §1, contract 4: every artifact says what produced it. `ModelIdentity` is the
+record of one model behind one prompt (provider, model name, SHA-256 of the prompt
+template); the echo check, the calibration and the evaluation report all use it, so
+two runs can be compared field by field. `dataset_sha256` hashes the bytes an
+evaluation read.
+
+`write_report_atomically` is the only way citemark writes an artifact: the bytes go
+to a temporary file in the destination's own folder, are flushed and fsynced, and
+the file is renamed over the destination with `os.replace`, which is atomic on
+POSIX and Windows. A process killed at any moment leaves the old report or none,
+never half of one (SPEC §8). It sits in the lowest layer so that the echo check and
+the calibration, below the reports layer, can use it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated, Final
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+__all__ = [
+    "DEFAULT_RESULTS_DIR",
+    "ModelIdentity",
+    "Sha256",
+    "citemark_version",
+    "dataset_sha256",
+    "identity_of",
+    "utc_now",
+    "write_report_atomically",
+]
+
+DEFAULT_RESULTS_DIR: Final = Path("results")
+"""Where citemark's reports go unless told otherwise: ``results/``, relative to the
+working directory. The repository git-ignores it, and a test checks that it does:
+new report fields may be added with defaults only while no report outlives the code
+that reads it."""
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+"""A SHA-256 hex digest, lowercase."""
+
+# Large reports are written in slices, so a multi-gigabyte bytes object is not
+# copied again by the file layer.
+_CHUNK: Final = 1 << 20
+# The mode a fresh report gets; mkstemp's own 0o600 would hide it from other users.
+_REPORT_MODE: Final = 0o644
+
+
+class ModelIdentity(BaseModel):
+    """Which model, behind which prompt, produced a result.
+
+    Two results are comparable only when their identities are equal: another
+    provider, another model or another prompt is another instrument.
+
+    Example:
+        ```python
+        from citemark import FaithfulnessJudge, ModelIdentity
+        from citemark.testing import ScriptedChat
+
+        judge = FaithfulnessJudge(ScriptedChat([], provider="ollama", model_name="llama3.1"))
+        identity = ModelIdentity.of(judge)
+        print(identity.provider, identity.model, len(identity.prompt_sha256))
+        #> ollama llama3.1 64
+        ```
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    provider: str
+    """Who serves the model, as its chat reports it."""
+
+    model: str
+    """The model's name, as its chat reports it."""
+
+    prompt_sha256: Sha256
+    """The SHA-256 of the prompt template the model was given."""
+
+    @classmethod
+    def of(cls, component: object) -> ModelIdentity:
+        """Read the identity of a `Synthesizer`, a `FaithfulnessJudge` or a look-alike.
+
+        Raises:
+            TypeError: ``component`` exposes no identity (see `identity_of`).
+        """
+        identity = identity_of(component)
+        if identity is None:
+            msg = f"a {type(component).__name__} exposes no provider, model and prompt hash"
+            raise TypeError(msg)
+        return identity
+
+
+def identity_of(component: object) -> ModelIdentity | None:
+    """Return the identity ``component`` exposes, or ``None`` when it exposes none.
+
+    A judge exposes ``provider``, ``model_name`` and ``prompt_sha256`` itself; a
+    synthesizer exposes ``prompt_sha256`` and a ``chat`` with ``provider`` and
+    ``model_name``. A bound method (``synthesizer.synthesize``) is read through the
+    object it is bound to. Anything else, such as a plain function, has no identity.
+    """
+    component = getattr(component, "__self__", component)
+    prompt_hash = getattr(component, "prompt_sha256", None)
+    if not isinstance(prompt_hash, str):
+        return None
+    for holder in (component, getattr(component, "chat", None)):
+        provider = getattr(holder, "provider", None)
+        model = getattr(holder, "model_name", None)
+        if isinstance(provider, str) and isinstance(model, str):
+            return ModelIdentity(provider=provider, model=model, prompt_sha256=prompt_hash)
+    return None
+
+
+def citemark_version() -> str:
+    """The installed citemark's version, as its distribution metadata gives it."""
+    try:
+        return metadata.version("citemark")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def dataset_sha256(data: bytes | str | os.PathLike[str]) -> str:
+    """Return the SHA-256 hex digest of an input: ``bytes`` as given, else a file's bytes.
+
+    A file is read in 1 MiB pieces, so hashing a large dataset costs constant memory.
+
+    Example:
+        ```python
+        import hashlib
+
+        from citemark import dataset_sha256
+
+        rows = b'{"question": "q", "answer": "a [1]"}'
+        print(dataset_sha256(rows) == hashlib.sha256(rows).hexdigest())
+        #> True
+        ```
+    """
+    digest = hashlib.sha256()
+    if isinstance(data, bytes):
+        digest.update(data)
+        return digest.hexdigest()
+    with open(data, "rb") as handle:  # noqa: PTH123 - str and PathLike alike
+        while piece := handle.read(_CHUNK):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | bytes | str) -> Path:
+    """Write a report so that readers only ever see the old file or the whole new one.
+
+    The content goes to a temporary file in the destination's folder (created if
+    missing), is flushed and fsynced, and replaces the destination with
+    `os.replace`; the folder is then fsynced where the platform allows, so the
+    rename itself survives a crash. If writing fails, the temporary file is removed
+    and the error is raised. If the process is killed, the destination still holds
+    its previous content (or does not exist), and a hidden ``.<name>.*.tmp`` file
+    may be left behind.
+
+    Args:
+        path: The report's destination.
+
+        content: A pydantic model (written as indented JSON with a final newline),
+            ``bytes`` (written as is) or ``str`` (written as UTF-8).
+
+    Returns:
+        The destination path.
+
+    Example:
+        ```python
+        import json
+        import tempfile
+        from pathlib import Path
+
+        from citemark import write_report_atomically
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = write_report_atomically(Path(folder) / "report.json", b'{"rows": 3}')
+            print(json.loads(path.read_bytes()), sorted(p.name for p in Path(folder).iterdir()))
+        #> {'rows': 3} ['report.json']
+        ```
+    """
+    if isinstance(content, BaseModel):
+        data = (content.model_dump_json(indent=2) + "\n").encode("utf-8")
+    elif isinstance(content, str):
+        data = content.encode("utf-8")
+    else:
+        data = content
+    destination = Path(path)
+    folder = destination.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = destination.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = _REPORT_MODE
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{destination.name}.", suffix=".tmp", dir=folder
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            view = memoryview(data)
+            for start in range(0, len(view), _CHUNK):
+                handle.write(view[start : start + _CHUNK])
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)  # noqa: PTH101 - a str path from mkstemp
+        os.replace(temporary, destination)  # noqa: PTH105 - the atomic rename, spelled out
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)  # noqa: PTH108 - a str path from mkstemp
+        raise
+    _fsync_folder(folder)
+    return destination
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable; a no-op where folders cannot be opened."""
+    if os.name != "posix":  # Windows cannot open a folder for fsync
+        return
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # some file systems refuse fsync on a folder
+            os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

@@ -1,0 +1,274 @@
+"""Evaluation reports (SPEC §3.12): what a run did, and what produced it.
+
+`EvalReport` is the artifact of one evaluation run. It records the run's
+configuration, the SHA-256 of the input it read, when and by which citemark version
+it was made, and optional sections: `SynthesisReport` for a synthesis run,
+`CheckSummary` for a deterministic check of recorded outputs. `schema_version` is
+``Literal[1]``, and it stays 1 while new fields are additive with defaults. That
+licence holds only because reports live in a git-ignored results folder
+(`citemark.DEFAULT_RESULTS_DIR`) and so never outlive the code that reads them; a
+test asserts the folder is ignored, and when that stops being true the next field is
+a version bump.
+
+`run_synthesis` runs a `Synthesizer` (and optionally a `FaithfulnessJudge`) over
+rows and counts what happened. A row's `SynthesisError` is counted as rejected, a
+model call that failed as failed, and neither stops the other rows. Verdicts are
+counted, never averaged: there is no score here (SPEC §1, contract 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+
+from citemark._artifacts import (
+    ModelIdentity,
+    Sha256,
+    citemark_version,
+    utc_now,
+)
+from citemark._errors import ChatError, JudgeError, SynthesisError
+from citemark._redaction import RedactingChat
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from citemark._judge import FaithfulnessJudge
+    from citemark._models import Source
+    from citemark._synthesis import Synthesizer
+
+__all__ = [
+    "CheckSummary",
+    "EvalReport",
+    "SynthesisReport",
+    "VerdictCounts",
+    "run_synthesis",
+    "run_synthesis_sync",
+]
+
+_CONFIG = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class VerdictCounts(BaseModel):
+    """How many answers the judge found faithful, unfaithful, or gave no usable verdict on.
+
+    Counts only. There is no average and no score: a verdict is an opinion, and a
+    rate of opinions from an uncalibrated judge is not a quality metric.
+    """
+
+    model_config = _CONFIG
+
+    faithful: int = 0
+    """Answers the judge found faithful."""
+
+    unfaithful: int = 0
+    """Answers the judge found unfaithful."""
+
+    unusable: int = 0
+    """Answers the judge gave no usable verdict on: its reply failed validation
+    (`JudgeError`) or its call failed (`ChatError`)."""
+
+
+class SynthesisReport(BaseModel):
+    """What a synthesis run produced, and the models and prompts that produced it.
+
+    Example:
+        ```python
+        from citemark import Source, Synthesizer, run_synthesis_sync
+        from citemark.testing import ScriptedChat
+
+        sources = [Source(text="Fees rise in May.", doc_id="fees")]
+        chat = ScriptedChat(["Fees rise in May [1].", "No idea.", "Fees rise [2]."])
+        report = run_synthesis_sync(
+            Synthesizer(chat), [("When?", sources)] * 3, input_stage="recorded"
+        )
+        print(report.answered, report.abstained, report.rejected, report.verdicts)
+        #> 1 1 1 None
+        ```
+    """
+
+    model_config = _CONFIG
+
+    input_stage: str
+    """What supplied the sources synthesis saw, e.g. ``"bm25"`` or ``"recorded"``."""
+
+    synthesis: ModelIdentity
+    """The synthesizing model and the SHA-256 of its prompt template."""
+
+    judge: ModelIdentity | None = None
+    """The judging model and its prompt hash; ``None`` when no judge ran."""
+
+    redaction_applied: bool
+    """Whether synthesis prompts passed through redaction before leaving the process."""
+
+    answered: int
+    """Rows answered with at least one citation."""
+
+    abstained: int
+    """Rows answered with no citation: the model said the sources do not answer."""
+
+    rejected: int
+    """Rows whose answer broke the synthesis contract (`SynthesisError`); counted,
+    never raised out of the run."""
+
+    failed: int = 0
+    """Rows whose model call failed (`ChatError`): neither an answer nor a rejection."""
+
+    verdicts: VerdictCounts | None = None
+    """The judge's verdicts on answered and abstained rows; ``None`` without a judge."""
+
+
+class CheckSummary(BaseModel):
+    """Counts from a deterministic check of recorded pipeline outputs.
+
+    A place for ``citemark check`` to record its summary; fields follow
+    `citemark.coverage_report`. A passed row is one that was assessed and met the
+    threshold, never one the judge merely liked.
+    """
+
+    model_config = _CONFIG
+
+    rows: int
+    """Rows read."""
+
+    passed: int
+    """Rows assessed and passed."""
+
+    failed: int
+    """Rows assessed and failed."""
+
+    unassessed: int
+    """Rows that could not be assessed."""
+
+    deterministic_failures: int = 0
+    """Failed rows whose failure was found in code (a fabricated citation)."""
+
+    reasons: dict[str, int] = Field(default_factory=dict)
+    """Un-assessed rows per stable reason code."""
+
+    judge: ModelIdentity | None = None
+    """The advisory judge and its prompt hash; ``None`` when none ran."""
+
+
+class EvalReport(BaseModel):
+    """The artifact of one evaluation run.
+
+    Example:
+        ```python
+        from citemark import EvalReport, dataset_sha256
+
+        data = b'{"question": "When?", "answer": "In May [1]."}'
+        report = EvalReport(config={"judge": None}, input_sha256=dataset_sha256(data))
+        print(report.schema_version, report.synthesis, report.created_at.tzname())
+        #> 1 None UTC
+        ```
+    """
+
+    model_config = _CONFIG
+
+    schema_version: Literal[1] = 1
+    """The report format's version. It stays 1 while every new field has a default,
+    which is sound only while reports stay in a git-ignored results folder."""
+
+    citemark_version: str = Field(default_factory=citemark_version)
+    """The citemark version that made the report."""
+
+    created_at: AwareDatetime = Field(default_factory=utc_now)
+    """When the report was made, timezone-aware (UTC by default)."""
+
+    config: dict[str, JsonValue] = Field(default_factory=dict)
+    """The run's configuration as given: options, paths, thresholds; JSON values."""
+
+    input_sha256: Sha256
+    """The SHA-256 of the input bytes the run read (see `citemark.dataset_sha256`)."""
+
+    synthesis: SynthesisReport | None = None
+    """The synthesis section, when the run synthesized answers."""
+
+    check: CheckSummary | None = None
+    """The check section, when the run checked recorded outputs."""
+
+
+async def run_synthesis(
+    synthesizer: Synthesizer,
+    rows: Iterable[tuple[str, Sequence[Source]]],
+    *,
+    input_stage: str,
+    judge: FaithfulnessJudge | None = None,
+    redaction_applied: bool | None = None,
+) -> SynthesisReport:
+    """Synthesize an answer for each row, optionally judge it, and count the outcomes.
+
+    Rows run one after another, each with exactly one synthesis call (and one judge
+    call for an answered or abstained row). A row's `SynthesisError` counts as
+    ``rejected`` and a synthesis `ChatError` as ``failed``; a judge's `JudgeError`
+    or `ChatError` counts as an ``unusable`` verdict. None of them stops the run.
+    Any other exception is a bug and is raised.
+
+    Args:
+        synthesizer: The synthesizer to run; its identity goes into the report.
+
+        rows: ``(question, sources)`` pairs, read once, in order.
+
+        input_stage: What supplied the sources, recorded as is.
+
+        judge: An advisory judge whose verdicts are counted; ``None`` for none.
+
+        redaction_applied: Whether prompts were redacted; when ``None``, true
+            exactly when the synthesizer's chat is a `RedactingChat`.
+
+    Returns:
+        The counts, with the identities of the models and prompts.
+    """
+    counts = {"answered": 0, "abstained": 0, "rejected": 0, "failed": 0}
+    verdicts = {"faithful": 0, "unfaithful": 0, "unusable": 0}
+    for question, sources in rows:
+        try:
+            answer = await synthesizer.synthesize(question, sources)
+        except SynthesisError:
+            counts["rejected"] += 1
+            continue
+        except ChatError:
+            counts["failed"] += 1
+            continue
+        counts["answered" if answer.citations else "abstained"] += 1
+        if judge is None:
+            continue
+        try:
+            verdict = await judge.judge(question, answer.text, sources)
+        except (JudgeError, ChatError):
+            verdicts["unusable"] += 1
+        else:
+            verdicts["faithful" if verdict.faithful else "unfaithful"] += 1
+    if redaction_applied is None:
+        redaction_applied = isinstance(synthesizer.chat, RedactingChat)
+    return SynthesisReport(
+        input_stage=input_stage,
+        synthesis=ModelIdentity.of(synthesizer),
+        judge=ModelIdentity.of(judge) if judge is not None else None,
+        redaction_applied=redaction_applied,
+        verdicts=VerdictCounts(**verdicts) if judge is not None else None,
+        **counts,
+    )
+
+
+def run_synthesis_sync(
+    synthesizer: Synthesizer,
+    rows: Iterable[tuple[str, Sequence[Source]]],
+    *,
+    input_stage: str,
+    judge: FaithfulnessJudge | None = None,
+    redaction_applied: bool | None = None,
+) -> SynthesisReport:
+    """Run `run_synthesis` to completion with `asyncio.run`, for code without an event loop."""
+    return asyncio.run(
+        run_synthesis(
+            synthesizer,
+            rows,
+            input_stage=input_stage,
+            judge=judge,
+            redaction_applied=redaction_applied,
+        )
+    )

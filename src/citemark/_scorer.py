@@ -1,0 +1,546 @@
+"""The citation correctness scorer: grading the citations of answers pipelines already wrote.
+
+`CitationScorer` takes a recorded answer and what it was written from, either a list
+of `citemark.Source` (the answer cites ``[n]``) or a context string of labelled blocks
+(``[doc-1] text`` at the start of a line), and returns a `CitationScore`. The
+deterministic part decides what each marker occurrence names (see
+``citemark._labels``): a fabricated citation fails the row with score 0, whatever
+else happens; a row the scorer cannot grade honestly is *un-assessed*, with a stable
+reason code and a human sentence, before any model is called. An optional judge
+(any `citemark.ChatModel`) then grades each resolved occurrence, and its reply is
+validated field by field (see ``citemark._scorer_reply``); a reply that fails is an
+un-assessed row, never a default score.
+
+The judge is advisory, as everywhere in citemark: the score is its opinion, recorded
+with its identity and prompt hash. `coverage_report` counts outcomes and reasons over
+many rows, and `CitationScorer.score_many` scores a batch concurrently, recording a
+failing row instead of raising it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
+
+from citemark._chat import ChatModel
+from citemark._errors import ChatError
+from citemark._labels import (
+    DEFAULT_CITATION_PATTERN,
+    DEFAULT_LABEL_PATTERN,
+    RESOLVED,
+    Classified,
+    Occurrence,
+    classify_labelled,
+    classify_sources,
+    compile_pattern,
+    render_blocks,
+)
+from citemark._models import Source
+from citemark._scorer_prompt import (
+    SCORER_PROMPT_SHA256,
+    annotate,
+    choose_delimiters,
+    remove_tags,
+    render_scorer_prompt,
+)
+from citemark._scorer_reply import check_reply
+from citemark._scorer_result import (
+    CITATION_KEYS,
+    REASONS,
+    CitationScore,
+    coverage_report,
+    failed,
+    result,
+    unassessed,
+)
+from citemark._sentences import sentence_coverage
+
+if TYPE_CHECKING:
+    import re
+    from types import MappingProxyType
+
+__all__ = ["CitationScore", "CitationScorer", "ScoreRow", "coverage_report"]
+
+Sources: TypeAlias = "Sequence[Source] | str"
+
+_MAX_LISTED: Final = 10
+_THIRDS: Final = 3
+
+
+class ScoreRow(NamedTuple):
+    """One row for `CitationScorer.score_many`; a plain 2- or 3-tuple works too."""
+
+    response: str
+    """The answer as the pipeline wrote it."""
+
+    sources: Sequence[Source] | str
+    """A list of sources the answer cites as ``[n]``, or a labelled context string."""
+
+    question: str = ""
+    """The question the answer responds to; may be empty."""
+
+
+RowLike: TypeAlias = (
+    "ScoreRow | tuple[str, Sequence[Source] | str] | tuple[str, Sequence[Source] | str, str]"
+)
+
+
+class CitationScorer:
+    r"""Grade the citations of recorded answers, deterministically first, then by a judge.
+
+    Each `score` call classifies every marker occurrence (resolved, fabricated,
+    ambiguous or ignored), measures sentence coverage, and then, only when the row
+    can be graded, makes exactly one judge call. A fabricated citation fails the row
+    with score 0 whatever the judge says; an ambiguous citation, no resolved
+    citation, or no judge leaves the row un-assessed without a call. The judge's
+    band (0-3) divided by 3 is the score, and the row passes when it reaches
+    ``threshold``.
+
+    Args:
+        judge: The model that grades resolved citations, or None for the
+            deterministic findings only.
+
+        threshold: The lowest score (0..1) that passes; the default 2/3 passes bands 2
+            and 3.
+
+        label_pattern: How a labelled context names its blocks: a regular expression
+            (compiled with ``re.MULTILINE`` when given as a string) whose match at the
+            start of a line is a label, with the label in group 1 or a group named
+            ``label``.
+
+        citation_pattern: How a response cites a label: a regular expression whose
+            group 1 (or group ``label``) holds one label, or several separated by
+            commas.
+
+        min_sentence_coverage: If given (0..1), a row whose share of sentences
+            carrying a resolved citation is lower fails deterministically, like a
+            fabrication. By default coverage is only reported.
+
+    Raises:
+        TypeError: ``judge`` is not a `ChatModel`, or a pattern is not a string or a
+            compiled ``str`` pattern.
+        ValueError: a threshold is not a number in 0..1, or a pattern does not compile
+            or has no group.
+
+    Example:
+        ```python
+        import json
+
+        from citemark import CitationScorer
+        from citemark.testing import ScriptedChat
+
+        context = "[doc-1] The fee is 5%.\n[doc-2] The fee is waived for members.\n"
+        reply = json.dumps({
+            "score": 3,
+            "explanation": "The fee is stated in doc-1.",
+            "verdicts": [{"occurrence": 1, "outcome": "supported", "context_span": "fee is 5%"}],
+        })
+        judge = ScriptedChat([reply])
+        result = CitationScorer(judge).score_sync("The fee is 5% [doc-1].", context)
+        print(result.assessed, result.passed, result.score)
+        #> True True 1.0
+        print(len(judge.prompts))
+        #> 1
+        ```
+    """
+
+    REASONS: ClassVar[MappingProxyType[str, str]] = REASONS
+    """Each un-assessed reason code and the sentence that explains it."""
+
+    def __init__(
+        self,
+        judge: ChatModel | None = None,
+        *,
+        threshold: float = 2 / 3,
+        label_pattern: str | re.Pattern[str] = DEFAULT_LABEL_PATTERN,
+        citation_pattern: str | re.Pattern[str] = DEFAULT_CITATION_PATTERN,
+        min_sentence_coverage: float | None = None,
+    ) -> None:
+        if judge is not None and not isinstance(judge, ChatModel):
+            msg = "judge must be a citemark.ChatModel or None"
+            raise TypeError(msg)
+        self._judge = judge
+        self._threshold = _unit_interval(threshold, "threshold")
+        self._min_coverage = (
+            None
+            if min_sentence_coverage is None
+            else _unit_interval(min_sentence_coverage, "min_sentence_coverage")
+        )
+        self._label_pattern = compile_pattern(label_pattern, "label_pattern")
+        self._citation_pattern = compile_pattern(citation_pattern, "citation_pattern")
+
+    @property
+    def judge(self) -> ChatModel | None:
+        """The judging model, or None."""
+        return self._judge
+
+    @property
+    def threshold(self) -> float:
+        """The lowest passing score, in 0..1."""
+        return self._threshold
+
+    @property
+    def min_sentence_coverage(self) -> float | None:
+        """The sentence coverage below which a row fails, or None (report only)."""
+        return self._min_coverage
+
+    @property
+    def label_pattern(self) -> re.Pattern[str]:
+        """The compiled label pattern."""
+        return self._label_pattern
+
+    @property
+    def citation_pattern(self) -> re.Pattern[str]:
+        """The compiled citation pattern."""
+        return self._citation_pattern
+
+    @property
+    def prompt_sha256(self) -> str:
+        """The SHA-256 hex digest of the judge prompt template."""
+        return SCORER_PROMPT_SHA256
+
+    async def score(self, response: str, sources: Sources, question: str = "") -> CitationScore:
+        """Score one response: classify its citations, then ask the judge once if it can.
+
+        Args:
+            response: The answer as the pipeline wrote it, markers and all.
+
+            sources: A list of `Source` that the answer cites as ``[n]``, or a context
+                string of labelled blocks.
+
+            question: The question the answer responds to, shown to the judge.
+
+        Returns:
+            The score. A failed judge call (`ChatError`) is an un-assessed row with
+            reason ``judge_call_failed``, not an exception.
+
+        Raises:
+            TypeError: ``response`` or ``question`` is not a string, or ``sources``
+                is neither a string nor a sequence of `Source`.
+        """
+        found = self._classify(response, sources, question)
+        details = _findings(found, response, self._judge)
+        if found.empty:
+            return unassessed("empty_context", details)
+        resolved = [occ for occ in found.occurrences if occ.kind == RESOLVED]
+        failures = self._failures(found, details, sources)
+        if not failures:
+            ambiguous = len(details["ambiguous_citations"])
+            if ambiguous:
+                noun = "citation" if ambiguous == 1 else "citations"
+                return unassessed(
+                    "partial_citation_coverage",
+                    details,
+                    f"{ambiguous} {noun} could not be resolved to exactly one block",
+                )
+            if not resolved:
+                unstructured = found.labelled and not found.accusable and details["ignored_markers"]
+                code = "unsupported_label_style" if unstructured else "no_resolved_citations"
+                return unassessed(code, details)
+            if self._judge is None:
+                return unassessed("no_judge", details)
+        if not resolved or self._judge is None:
+            return failed(failures, details)
+        return await self._judged(
+            self._judge,
+            response=response,
+            sources=sources,
+            question=question,
+            found=found,
+            resolved=resolved,
+            failures=failures,
+            details=details,
+        )
+
+    def score_sync(self, response: str, sources: Sources, question: str = "") -> CitationScore:
+        """Run `score` to completion with `asyncio.run`, for code without an event loop.
+
+        Args:
+            response: The answer as the pipeline wrote it.
+
+            sources: A list of `Source`, or a labelled context string.
+
+            question: The question the answer responds to.
+
+        Returns:
+            The score.
+
+        Raises:
+            TypeError: as `score`.
+        """
+        result: list[CitationScore] = []
+
+        async def run() -> None:
+            result.append(await self.score(response, sources, question))
+
+        # The coroutine returns None on purpose: Python 3.11's asyncio.run reprs its
+        # main task when it restores the SIGINT handler, and the repr of a score
+        # whose details list a hundred thousand markers takes longer than scoring.
+        asyncio.run(run())
+        return result[0]
+
+    async def score_many(
+        self, rows: Iterable[RowLike], *, concurrency: int = 32
+    ) -> list[CitationScore]:
+        """Score many rows, at most ``concurrency`` at a time, in input order.
+
+        A row that raises (a `ChatError`, a malformed row, a judge double that runs
+        out of replies) becomes an un-assessed score for that row, with reason
+        ``judge_call_failed`` for a `ChatError` and ``scoring_error`` otherwise, and
+        never stops the others. ``rows`` is read lazily, one row per free worker; an
+        exception raised by ``rows`` itself is raised once the rows in flight finish.
+
+        Args:
+            rows: `ScoreRow` values, or ``(response, sources)`` or ``(response,
+                sources, question)`` tuples.
+
+            concurrency: How many rows are scored at once; at least 1.
+
+        Returns:
+            One score per row, in the order of ``rows``.
+
+        Raises:
+            ValueError: ``concurrency`` is not a positive integer.
+        """
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            msg = "concurrency must be a positive integer"
+            raise ValueError(msg)
+        results: dict[int, CitationScore] = {}
+        numbered = enumerate(rows)
+        broken: list[Exception] = []
+
+        async def worker() -> None:
+            # One shared iterator: each free worker takes the next row, so a huge
+            # input is never turned into a task per row.
+            while not broken:
+                try:
+                    index, row = next(numbered)
+                except StopIteration:
+                    return
+                except Exception as exc:  # noqa: BLE001 - re-raised once the others finish
+                    broken.append(exc)
+                    return
+                results[index] = await self._score_row(row)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        if broken:
+            # The iterable itself failed, not a row: there is no row to record it
+            # against. It is raised after the rows in flight have finished.
+            raise broken[0]
+        return [results[index] for index in range(len(results))]
+
+    async def _score_row(self, row: object) -> CitationScore:
+        try:
+            response, sources, question = _unpack(row)
+            return await self.score(response, sources, question)
+        except ChatError as exc:
+            return unassessed("judge_call_failed", {"judge_error": _chat_error(exc)})
+        except Exception as exc:  # noqa: BLE001 - one row's failure never stops the batch
+            # Only the type's name: an exception's message may quote the row.
+            return unassessed("scoring_error", {"error": type(exc).__name__}, type(exc).__name__)
+
+    def _classify(self, response: object, sources: object, question: object) -> Classified:
+        if not isinstance(response, str):
+            msg = "response must be a str"
+            raise TypeError(msg)
+        if not isinstance(question, str):
+            msg = "question must be a str"
+            raise TypeError(msg)
+        if isinstance(sources, str):
+            return classify_labelled(response, sources, self._label_pattern, self._citation_pattern)
+        if not isinstance(sources, Sequence):
+            msg = "sources must be a labelled context string or a sequence of Source"
+            raise TypeError(msg)
+        for number, source in enumerate(sources, start=1):
+            if not isinstance(source, Source):
+                msg = f"sources must hold only Source objects (item {number} is not one)"
+                raise TypeError(msg)
+        return classify_sources(response, sources)
+
+    def _failures(self, found: Classified, details: dict[str, Any], sources: object) -> list[str]:
+        """The deterministic failures of a row, as sentences; empty when there are none."""
+        failures: list[str] = []
+        fabricated = list(dict.fromkeys(e["label"] for e in details["fabricated_citations"]))
+        if fabricated:
+            details["deterministic_failures"].append("fabricated_citation")
+            shown = _listing(fabricated)
+            if isinstance(sources, str):
+                what = (
+                    "a label that names no block"
+                    if len(fabricated) == 1
+                    else "labels that name no block"
+                )
+                failures.append(f"the response cites {what} in the context: {shown}")
+            else:
+                what = "a marker" if len(fabricated) == 1 else "markers"
+                given = len(found.blocks) + len(found.excluded)
+                noun = "source" if given == 1 else "sources"
+                failures.append(
+                    f"the response cites {what} outside the {given} {noun} it was given: {shown}"
+                )
+        coverage = details["sentence_coverage"]["coverage"]
+        if (
+            self._min_coverage is not None
+            and coverage is not None
+            and coverage < self._min_coverage
+        ):
+            details["deterministic_failures"].append("sentence_coverage_below_minimum")
+            failures.append(
+                f"{details['sentence_coverage']['cited_sentences']} of "
+                f"{details['sentence_coverage']['sentences']} sentences carry a resolved "
+                f"citation, below the minimum share of {self._min_coverage:.0%}"
+            )
+        return failures
+
+    async def _judged(  # noqa: PLR0913 - the row's parts, computed once by score
+        self,
+        judge: ChatModel,
+        *,
+        response: str,
+        sources: Sources,
+        question: str,
+        found: Classified,
+        resolved: list[Occurrence],
+        failures: list[str],
+        details: dict[str, Any],
+    ) -> CitationScore:
+        reserved = self._label_pattern.pattern + self._citation_pattern.pattern
+        delimiters = choose_delimiters(response, reserved)
+        annotated = annotate(response, [occ.tag_at for occ in resolved], *delimiters)
+        # Checked, not assumed: the tags must come off leaving the response exactly.
+        restored, count = remove_tags(annotated, *delimiters)
+        if restored != response or count != len(resolved):
+            if failures:
+                return failed(failures, details)
+            return unassessed("occurrence_tagging_failed", details)
+        graded = [occ.label for occ in resolved]
+        fabricated = list(dict.fromkeys(e["label"] for e in details["fabricated_citations"]))
+        example = next((label for label in found.blocks if label != graded[0]), graded[0])
+        prompt = render_scorer_prompt(
+            context=render_blocks(found, sources),
+            question=question,
+            annotated=annotated,
+            delimiters=delimiters,
+            graded=graded,
+            fabricated=fabricated,
+            example_label=example,
+        )
+        details["judge_called"] = True
+        try:
+            reply = await judge.complete(prompt)
+        except ChatError as exc:
+            details["judge_error"] = _chat_error(exc)
+            if failures:
+                return failed(failures, details)
+            return unassessed("judge_call_failed", details)
+        check = check_reply(reply, graded, found.blocks, response)
+        details.update(
+            raw_score=check.score,
+            rejected_raw_score=check.rejected_score,
+            judge_explanation=check.explanation,
+            judge_reply_type=check.reply_type,
+            discarded_verdicts=len(check.discarded),
+            discarded_verdict_reasons=check.discarded,
+        )
+        details["verified_verdicts" if check.reason else "verdicts"] = check.verdicts
+        if failures:
+            details["judge_rejection"] = check.reason
+            return failed(failures, details, check.explanation)
+        if check.reason is not None:
+            return unassessed(check.reason, details, check.problem)
+        band = check.score if check.score is not None else 0
+        return result(
+            assessed=True,
+            passed=band / _THIRDS >= self._threshold,
+            score=band / _THIRDS,
+            reason=None,
+            explanation=check.explanation or "",
+            details=details,
+        )
+
+
+def _findings(found: Classified, response: str, judge: ChatModel | None) -> dict[str, Any]:
+    """The deterministic details of a row, with the judge fields at their defaults."""
+    lists: dict[str, list[dict[str, Any]]] = {key: [] for key in CITATION_KEYS.values()}
+    blanked = list(found.masked)
+    cited: list[int] = []
+    for occ in found.occurrences:
+        entry: dict[str, Any] = {
+            "label": occ.label,
+            "start": occ.start,
+            "end": occ.end,
+            "link": occ.link,
+        }
+        blanked.append((occ.start, occ.end))
+        if occ.kind == RESOLVED:
+            entry = {"occurrence": len(lists["resolved_citations"]) + 1, **entry}
+            cited.append(occ.start)
+        elif occ.why is not None:
+            entry["why"] = occ.why
+        lists[CITATION_KEYS[occ.kind]].append(entry)
+    return {
+        "labels": list(found.blocks),
+        "excluded_labels": [{"label": label, "why": why} for label, why in found.excluded],
+        **lists,
+        "markers_in_code": found.in_code,
+        "sentence_coverage": sentence_coverage(response, blanked, cited),
+        "deterministic_failures": [],
+        "judge": None
+        if judge is None
+        else {
+            "provider": judge.provider,
+            "model": judge.model_name,
+            "prompt_sha256": SCORER_PROMPT_SHA256,
+        },
+        "judge_called": False,
+        "judge_error": None,
+        "raw_score": None,
+        "rejected_raw_score": None,
+        "judge_explanation": None,
+        "judge_reply_type": None,
+        "judge_rejection": None,
+        "verdicts": [],
+        "verified_verdicts": [],
+        "discarded_verdicts": 0,
+        "discarded_verdict_reasons": [],
+    }
+
+
+def _chat_error(exc: ChatError) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "provider": exc.provider,
+        "model": exc.model,
+        "status": exc.status,
+        "reason": exc.reason,
+    }
+
+
+def _unpack(row: object) -> tuple[Any, Any, Any]:
+    if not isinstance(row, tuple) or len(row) not in (2, 3):
+        msg = "a row must be a ScoreRow or a (response, sources[, question]) tuple"
+        raise TypeError(msg)
+    if len(row) == 2:  # noqa: PLR2004 - the short form has no question
+        return row[0], row[1], ""
+    return row[0], row[1], row[2]
+
+
+def _listing(labels: list[str]) -> str:
+    shown = ", ".join(labels[:_MAX_LISTED])
+    if len(labels) > _MAX_LISTED:
+        shown += f" and {len(labels) - _MAX_LISTED} more"
+    return shown
+
+
+def _unit_interval(value: object, name: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= 1
+    ):
+        msg = f"{name} must be a number in 0..1"
+        raise ValueError(msg)
+    return float(value)
