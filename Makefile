@@ -22,7 +22,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check src adapters tests bench examples
 	$(BIN)/ruff format --check src adapters tests bench examples
 	$(BIN)/mypy --strict -p citemark -p langchain_citemark \
-		-p llama_index.postprocessor.citemark -p llama_index.evaluation.citemark
+		-p llama_index.postprocessor.citemark -p llama_index.evaluation.citemark \
+		-p llama_index.query_engine.citemark
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site

@@ -26,9 +26,18 @@ import pytest
 
 import citemark
 import langchain_citemark
+import llama_index.evaluation.citemark
+import llama_index.postprocessor.citemark
+import llama_index.query_engine.citemark
 
 # Every distribution whose public docstrings carry runnable examples.
-PACKAGES = (citemark, langchain_citemark)
+PACKAGES = (
+    citemark,
+    langchain_citemark,
+    llama_index.postprocessor.citemark,
+    llama_index.query_engine.citemark,
+    llama_index.evaluation.citemark,
+)
 ROOT = Path(__file__).resolve().parent.parent
 MARKDOWN_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 

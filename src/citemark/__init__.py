@@ -43,6 +43,7 @@ from citemark._models import Citation, CitedAnswer, Source
 from citemark._redaction import RedactingChat, RedactionReport
 from citemark._render import (
     DEFAULT_SYNTHESIS_PROMPT,
+    indent_block,
     recover_numbering,
     render_prompt,
     render_sources,
@@ -127,6 +128,7 @@ __all__ = [
     "confusion_matrix",
     "coverage_report",
     "dataset_sha256",
+    "indent_block",
     "locate_span",
     "masked_spans",
     "measure_agreement",

@@ -148,7 +148,20 @@ def recover_numbering(prompt: str, texts: Sequence[str]) -> list[int | None]:
 
 
 def indent_block(text: str) -> str:
-    """Sanitize ``text`` and indent every line after the first, as source content is."""
+    r"""Sanitize ``text`` and indent every line after the first, as source content is.
+
+    For adapters that render sources their own way: what follows a header written by
+    citemark can then never start a line with a bracketed number.
+
+    Example:
+        ```python
+        from citemark import indent_block
+
+        print(indent_block("Notices stay.\n[2] forged\x00"))
+        #> Notices stay.
+        #>     [2] forged
+        ```
+    """
     return sanitize_text(text).replace("\n", "\n" + _INDENT)
 
 

@@ -1,35 +1,27 @@
 """An evaluator for LangSmith-style ``evaluate()``: ``(run, example) -> dict``.
 
-Deterministic findings are the score: 1 when every marker names a document the run
-was given (or the run abstained), 0 when a marker names none, ``None`` when the run
-cannot be assessed. An optional judge contributes an opinion to the comment, never
-to the score.
+It grades the run with `citemark.CitationScorer`, the same engine as the LlamaIndex
+`CitationEvaluator`, and reports the deterministic findings as the score: 1 when
+every marker names a document the run was given, 0 when one names none, ``None``
+when the run cannot be assessed (no answer, no documents, or an answer that cites
+nothing). An optional judge contributes an opinion to the comment, never to the
+score.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
-from citemark import (
-    ChatError,
-    CitedAnswer,
-    FaithfulnessJudge,
-    JudgeError,
-    MarkerOutOfRangeError,
-    NoSourcesError,
-    SynthesisError,
-    resolve,
-)
+from citemark import CitationScorer, CitedAnswer
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from citemark import ChatModel, Source
+    from citemark import ChatModel, CitationScore
 
 __all__ = ["make_citation_evaluator"]
 
@@ -50,8 +42,8 @@ def make_citation_evaluator(
     ``documents_keys``), numbered in that order.
 
     Args:
-        judge: Optional `citemark.ChatModel` for an advisory faithfulness opinion,
-            reported in ``comment`` only.
+        judge: Optional `citemark.ChatModel` for the scorer's advisory judge; its
+            band and explanation are reported in ``comment`` only.
         answer_keys: Where to look for the answer.
         documents_keys: Where to look for the documents.
 
@@ -68,9 +60,11 @@ def make_citation_evaluator(
         print(result["key"], result["score"])
         #> citation_validity 0
         print(result["comment"])
-        #> out_of_range: marker [2] names no document (1 given)
+        #> Failed: the response cites a marker outside the 1 source it was given: 2.
         ```
     """
+    deterministic = CitationScorer()
+    advisory = CitationScorer(judge) if judge is not None else None
 
     def evaluate(run: Any, example: Any) -> dict[str, Any]:
         outputs = _mapping(getattr(run, "outputs", None))
@@ -81,38 +75,40 @@ def make_citation_evaluator(
             return {"key": KEY, "score": None, "comment": "unassessed: no answer in the outputs"}
         if documents is None:
             return {"key": KEY, "score": None, "comment": "unassessed: no documents in the run"}
+        question = inputs.get("question")
+        question = question if isinstance(question, str) else ""
         sources = documents_to_sources(documents)
-        try:
-            resolved = resolve(answer, sources)
-        except MarkerOutOfRangeError as exc:
-            comment = (
-                f"out_of_range: marker [{exc.marker}] names no document ({exc.valid_count} given)"
-            )
-            return {"key": KEY, "score": 0, "comment": comment}
-        except NoSourcesError:
-            return {"key": KEY, "score": None, "comment": "unassessed: no documents in the run"}
-        except SynthesisError:
-            return {"key": KEY, "score": None, "comment": "unassessed: the answer is blank"}
-        outcome = "resolved" if resolved.citations else "abstained"
-        comment = f"{outcome}: {len(resolved.citations)} distinct citation(s)"
-        if judge is not None:
-            question = inputs.get("question") if isinstance(inputs.get("question"), str) else ""
-            comment += "; " + _opinion(judge, str(question), answer, sources)
-        return {"key": KEY, "score": 1, "comment": comment}
+        found = deterministic.score_sync(answer, sources, question)
+        score = _score(found)
+        if score == 1:
+            resolved = len(found.details.get("resolved_citations", ()))
+            comment = f"every marker names a given document ({resolved} resolved)"
+        elif score is None:
+            comment = f"unassessed ({found.reason}): {found.explanation}"
+        else:
+            comment = found.explanation
+        if advisory is not None and score == 1:
+            comment += "; " + _opinion(advisory, advisory.score_sync(answer, sources, question))
+        return {"key": KEY, "score": score, "comment": comment}
 
     return evaluate
 
 
-def _opinion(chat: ChatModel, question: str, answer: str, sources: list[Source]) -> str:
-    judge = FaithfulnessJudge(chat)
-    identity = f"{judge.provider}/{judge.model_name}, prompt {judge.prompt_sha256[:12]}"
-    try:
-        verdict = asyncio.run(judge.judge(question, answer, sources))
-    except (ChatError, JudgeError) as exc:
-        return f"advisory judge ({identity}) gave no usable opinion: {type(exc).__name__}"
-    claims = len(verdict.unsupported_claims)
-    opinion = "faithful" if verdict.faithful else f"not faithful ({claims} unsupported claim(s))"
-    return f"advisory judge ({identity}): {opinion}"
+def _score(found: CitationScore) -> int | None:
+    """The deterministic finding: without a judge, only a fabrication is assessed."""
+    if found.assessed:
+        return 1 if found.passed else 0
+    return 1 if found.reason == "no_judge" else None
+
+
+def _opinion(scorer: CitationScorer, graded: CitationScore) -> str:
+    judge = scorer.judge
+    who = f"{judge.provider}/{judge.model_name}" if judge is not None else "none"
+    identity = f"advisory judge {who}, prompt {scorer.prompt_sha256[:12]}"
+    if not graded.assessed:
+        return f"{identity} gave no usable opinion ({graded.reason})"
+    band = graded.details.get("raw_score")
+    return f"{identity}, band {band}/3: {graded.explanation}"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

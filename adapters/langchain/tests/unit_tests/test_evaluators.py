@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from fakes import DOCUMENTS
@@ -16,6 +17,14 @@ def run(outputs, inputs=None):
     return SimpleNamespace(outputs=outputs, inputs=inputs or {})
 
 
+def judge_reply(score: int, outcome: str) -> str:
+    """A reply in the scorer's judge contract for one occurrence citing DOCUMENTS[0]."""
+    verdict = {"occurrence": 1, "outcome": outcome}
+    if outcome == "supported":
+        verdict["context_span"] = "terminate as of the date"
+    return json.dumps({"score": score, "explanation": "checked", "verdicts": [verdict]})
+
+
 class TestEvaluator:
     def test_valid_citation_scores_1(self):
         """Citations that name given documents score 1."""
@@ -25,7 +34,7 @@ class TestEvaluator:
         assert {
             "key": "citation_validity",
             "score": 1,
-            "comment": "resolved: 1 distinct citation(s)",
+            "comment": "every marker names a given document (1 resolved)",
         } == result
 
     def test_fabrication_scores_0(self):
@@ -34,14 +43,18 @@ class TestEvaluator:
             run({"answer": AIMessage(content="x [4]")}, {"documents": DOCUMENTS}), None
         )
         assert 0 == result["score"]
-        assert "out_of_range: marker [4] names no document (3 given)" == result["comment"]
+        assert (
+            "Failed: the response cites a marker outside the 3 sources it was given: 4."
+            == result["comment"]
+        )
 
-    def test_abstention_scores_1(self):
-        """An abstention is valid."""
+    def test_abstention_is_unassessed(self):
+        """An answer that cites nothing has no citations to check: no score, as in LlamaIndex."""
         result = make_citation_evaluator()(
             run({"output": CitedAnswer(text="No idea.")}, {"documents": DOCUMENTS}), None
         )
-        assert (1, "abstained: 0 distinct citation(s)") == (result["score"], result["comment"])
+        assert None is result["score"]
+        assert result["comment"].startswith("unassessed (no_resolved_citations)")
 
     def test_unassessed_has_no_score(self):
         """Without documents there is no score, never an invented one."""
@@ -49,14 +62,13 @@ class TestEvaluator:
         assert (None, "unassessed: no documents in the run") == (result["score"], result["comment"])
 
     def test_judge_only_comments(self):
-        """A judge saying 'not faithful' changes the comment, never the score."""
-        reply = '{"faithful": false, "unsupported_claims": ["Filed"], "reasoning": "r"}'
-        judge = LangChainChat(FakeListChatModel(responses=[reply]))
+        """A judge grading the citation unsupported changes the comment, never the score."""
+        judge = LangChainChat(FakeListChatModel(responses=[judge_reply(0, "unsupported")]))
         result = make_citation_evaluator(judge)(
             run({"answer": "Filed [1].", "context": DOCUMENTS}, {"question": "q"}), None
         )
         assert 1 == result["score"]
-        assert "not faithful (1 unsupported claim(s))" in result["comment"]
+        assert "band 0/3" in result["comment"]
 
     def test_unusable_judge_reply_is_reported(self):
         """A malformed judge reply is named as unusable, and the score stands."""
@@ -65,4 +77,4 @@ class TestEvaluator:
             run({"answer": "Filed [1].", "context": DOCUMENTS}), None
         )
         assert 1 == result["score"]
-        assert "gave no usable opinion: JudgeError" in result["comment"]
+        assert "gave no usable opinion (invalid_judge_output)" in result["comment"]

@@ -1,3 +1,6 @@
-"""citemark for LlamaIndex: evaluation."""
+"""citemark for LlamaIndex: citation and strict faithfulness evaluators."""
 
-__all__: list[str] = []
+from llama_index.evaluation.citemark.base import CitationEvaluator, CitemarkEvaluationResult
+from llama_index.evaluation.citemark.faithfulness import StrictFaithfulnessEvaluator
+
+__all__ = ["CitationEvaluator", "CitemarkEvaluationResult", "StrictFaithfulnessEvaluator"]

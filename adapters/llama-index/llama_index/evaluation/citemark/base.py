@@ -1,0 +1,283 @@
+"""`CitationEvaluator`: deterministic citation checks plus an advisory judge, for LlamaIndex.
+
+It grades a response's ``[n]`` citations with `citemark.CitationScorer` and reports
+the result the way LlamaIndex's evaluators do, with one deliberate difference:
+``passing`` reflects the deterministic findings only (every marker names a source the
+answer was given, and, with a reader, every cited span re-reads from its document).
+The judge's opinion, when one is configured, goes into ``feedback`` and ``details``,
+never into ``passing`` or ``score``: it is a second model's opinion, not a
+measurement (SPEC §1, contract 3).
+
+A row that cannot be assessed comes back as ``invalid_result=True`` with a stable
+reason code in ``invalid_reason``, and every error is caught inside, so
+``BatchEvalRunner`` (which has no ``return_exceptions``) never loses a batch to one
+row.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.base.response.schema import Response
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
+from llama_index.core.llms import LLM
+
+from citemark import (
+    ChatModel,
+    CitationScorer,
+    CitemarkError,
+    Source,
+    SynthesisError,
+    resolve,
+    verify_citation,
+)
+from llama_index.postprocessor.citemark import LlamaIndexChat, nodes_to_sources
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from llama_index.core.prompts.mixin import PromptDictType
+
+    from citemark import Citation, CitationScore, DocumentReader
+
+__all__ = ["CitationEvaluator", "CitemarkEvaluationResult"]
+
+# Codes this adapter adds to the scorer's (CitationScorer.REASONS).
+_ADAPTER_REASONS = {
+    "no_answer": "the response has no answer text",
+    "numbering_unknown": "the source nodes are not numbered [1]..[N] once each",
+    "evaluation_error": "evaluating this row raised an error",
+}
+# A verification outcome that shows a citation does not point at what it claims.
+_BROKEN = frozenset({"mismatch", "drifted"})
+
+
+class CitemarkEvaluationResult(EvaluationResult):
+    """An ``EvaluationResult`` with citemark's findings attached.
+
+    ``score`` is always ``None``: nothing here is a number to average.
+    """
+
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Every finding, JSON-safe: for `CitationEvaluator`, the scorer's details (the
+    classified markers, sentence coverage, the judge's identity, band and verdicts),
+    the resolved ``citations`` (node id as ``chunk_id``, document id, offsets) and,
+    with a reader, their ``verifications``."""
+
+
+class CitationEvaluator(BaseEvaluator):
+    """Check a response's ``[n]`` citations; optionally ask an advisory judge about them.
+
+    ``passing`` is deterministic: ``False`` when a marker names no source (or, with a
+    ``reader``, a cited span no longer re-reads from its document), ``True`` when
+    every citation resolves. It never depends on the judge. With a judge, its band
+    (0-3) and explanation are in ``feedback`` and ``details``; a judge reply that
+    fails validation makes the row invalid (``invalid_judge_output``) unless a
+    deterministic failure already decided it.
+
+    ``invalid_result=True`` marks a row that could not be assessed, with one of the
+    scorer's reason codes (``empty_context``, ``no_resolved_citations`` for an answer
+    that cites nothing, ``judge_call_failed``, ``invalid_judge_output``, ...) or
+    ``no_answer``, ``numbering_unknown`` or ``evaluation_error``.
+
+    `aevaluate_response` reads the source nodes themselves (node ids, offsets), and
+    the plain `aevaluate` numbers ``contexts`` by position.
+
+    Example:
+        ```python
+        from llama_index.core.base.response.schema import Response
+        from llama_index.core.schema import NodeWithScore, TextNode
+        from llama_index.evaluation.citemark import CitationEvaluator
+        from llama_index.postprocessor.citemark import number_nodes
+
+        nodes = number_nodes([NodeWithScore(node=TextNode(text="Fees are 5%.", id_="fees-1"))])
+        evaluator = CitationEvaluator()
+        good = evaluator.evaluate_response(response=Response("It is 5% [1].", source_nodes=nodes))
+        print(good.passing, good.invalid_result, good.details["citations"][0]["chunk_id"])
+        #> True False fees-1
+        bad = evaluator.evaluate_response(response=Response("It is 5% [2].", source_nodes=nodes))
+        print(bad.passing, bad.feedback)
+        #> False Failed: the response cites a marker outside the 1 source it was given: 2.
+        none = evaluator.evaluate_response(response=Response("No idea.", source_nodes=nodes))
+        print(none.invalid_result, none.invalid_reason)
+        #> True no_resolved_citations
+        ```
+    """
+
+    def __init__(
+        self,
+        judge: LLM | ChatModel | None = None,
+        *,
+        reader: DocumentReader | None = None,
+    ) -> None:
+        """Create the evaluator.
+
+        Args:
+            judge: An advisory judge: a LlamaIndex LLM (bridged with `LlamaIndexChat`)
+                or a `citemark.ChatModel`. ``None`` (the default, unlike LlamaIndex's
+                evaluators, which fall back to ``Settings.llm``) runs the
+                deterministic checks only.
+
+            reader: Optional `citemark.DocumentReader` by document id; each resolved
+                citation is then re-read from its document, and a ``mismatch`` or
+                ``drifted`` span fails the row.
+
+        Raises:
+            TypeError: ``judge`` is neither an LLM nor a `citemark.ChatModel`.
+        """
+        self._scorer = CitationScorer(_chat(judge))
+        self._reader = reader
+
+    @property
+    def judge(self) -> ChatModel | None:
+        """The advisory judge, as a `citemark.ChatModel`, or ``None``."""
+        return self._scorer.judge
+
+    def _get_prompts(self) -> PromptDictType:
+        # The judge prompt is citemark's own, fixed and recorded by its SHA-256.
+        return {}
+
+    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
+        return None
+
+    async def aevaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> CitemarkEvaluationResult:
+        """Check ``response``'s markers against ``contexts``, numbered ``[1]..[N]`` in order."""
+        try:
+            sources = [
+                Source(text=context, doc_id=f"context-{number}")
+                for number, context in enumerate(contexts or (), start=1)
+            ]
+            return await self._evaluate(query, response, sources)
+        except Exception as exc:  # noqa: BLE001 - one row never stops a batch
+            return _error(query, response, contexts, exc)
+
+    async def aevaluate_response(
+        self,
+        query: str | None = None,
+        response: Response | None = None,
+        **kwargs: Any,
+    ) -> CitemarkEvaluationResult:
+        """Check a response's markers against its own source nodes, ids and offsets kept."""
+        text = response.response if isinstance(response, Response) else None
+        try:
+            if response is None:
+                return _invalid("no_answer", query, None, None)
+            try:
+                sources = nodes_to_sources(response.source_nodes)
+            except SynthesisError:
+                return _invalid("numbering_unknown", query, text, None)
+            return await self._evaluate(query, text, sources)
+        except Exception as exc:  # noqa: BLE001 - one row never stops a batch
+            return _error(query, text, None, exc)
+
+    def evaluate_response(
+        self,
+        query: str | None = None,
+        response: Response | None = None,
+        **kwargs: Any,
+    ) -> CitemarkEvaluationResult:
+        """Synchronous `aevaluate_response` (LlamaIndex's own flattens the nodes to strings)."""
+        result: CitemarkEvaluationResult = asyncio_run(
+            self.aevaluate_response(query=query, response=response, **kwargs)
+        )
+        return result
+
+    async def _evaluate(
+        self, query: str | None, answer: str | None, sources: list[Source]
+    ) -> CitemarkEvaluationResult:
+        contexts = [source.text for source in sources]
+        if not isinstance(answer, str) or not answer.strip():
+            return _invalid("no_answer", query, answer, contexts)
+        score = await self._scorer.score(answer, sources, query or "")
+        details = dict(score.details)
+        if not score.assessed and score.reason != "no_judge":
+            return CitemarkEvaluationResult(
+                query=query,
+                response=answer,
+                contexts=contexts,
+                invalid_result=True,
+                invalid_reason=score.reason,
+                feedback=score.explanation,
+                details=details,
+            )
+        failures = [score.explanation] if details["deterministic_failures"] else []
+        if not failures:
+            failures = self._verify(resolve(answer, sources).citations, details)
+        return CitemarkEvaluationResult(
+            query=query,
+            response=answer,
+            contexts=contexts,
+            passing=not failures,
+            feedback=" ".join(failures) or _passed(score, details),
+            details=details,
+        )
+
+    def _verify(self, citations: Sequence[Citation], details: dict[str, Any]) -> list[str]:
+        """Record the citations (and their re-reading); return failures as sentences."""
+        details["citations"] = [citation.model_dump() for citation in citations]
+        if self._reader is None:
+            return []
+        outcomes = [(c.marker, verify_citation(c, self._reader).outcome) for c in citations]
+        details["verifications"] = [{"marker": m, "outcome": o} for m, o in outcomes]
+        broken = [f"[{marker}] {outcome}" for marker, outcome in outcomes if outcome in _BROKEN]
+        if not broken:
+            return []
+        details["deterministic_failures"] = [*details["deterministic_failures"], "span_mismatch"]
+        return [f"Failed: cited spans do not re-read from their documents: {', '.join(broken)}."]
+
+
+def _chat(judge: LLM | ChatModel | None) -> ChatModel | None:
+    if isinstance(judge, LLM):
+        return LlamaIndexChat(judge)
+    if judge is not None and not isinstance(judge, ChatModel):
+        msg = "judge must be a LlamaIndex LLM, a citemark.ChatModel or None"
+        raise TypeError(msg)
+    return judge
+
+
+def _passed(score: CitationScore, details: dict[str, Any]) -> str:
+    count = len(details["citations"])
+    noun = "citation names a source" if count == 1 else "citations name sources"
+    found = f"{count} {noun} the answer was given."
+    judge = details.get("judge")
+    if not score.assessed or not isinstance(judge, dict):
+        return f"{found} No judge was configured."
+    opinion = (
+        f"{found} Advisory judge {judge['provider']}/{judge['model']} "
+        f"(prompt {str(judge['prompt_sha256'])[:12]}) gave band {details.get('raw_score')}/3"
+    )
+    said = details.get("judge_explanation")
+    return f"{opinion}: {said}" if said else f"{opinion}."
+
+
+def _invalid(
+    code: str, query: str | None, answer: str | None, contexts: Sequence[str] | None
+) -> CitemarkEvaluationResult:
+    return CitemarkEvaluationResult(
+        query=query,
+        response=answer,
+        contexts=contexts,
+        invalid_result=True,
+        invalid_reason=code,
+        feedback=f"Not assessed: {_ADAPTER_REASONS[code]}.",
+    )
+
+
+def _error(
+    query: str | None, answer: str | None, contexts: Sequence[str] | None, exc: Exception
+) -> CitemarkEvaluationResult:
+    result = _invalid("evaluation_error", query, answer, contexts)
+    # Only the type's name: an exception's message may quote the row.
+    kind = type(exc).__name__
+    detail = "a citemark error" if isinstance(exc, CitemarkError) else "an exception"
+    result.feedback = f"Not assessed: evaluating this row raised {detail} ({kind})."
+    result.details = {"error": kind}
+    return result

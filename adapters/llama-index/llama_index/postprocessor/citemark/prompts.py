@@ -1,0 +1,69 @@
+"""QA and refine templates that ask the model to cite numbered nodes as ``[n]``.
+
+Their instructions use the placeholder ``[N]``, never a real number, so every real
+``[i]`` in a rendered prompt comes from a node's ``cite_as`` line (a model that
+echoes its prompt cites only the sources it was shown). The question is sanitized
+and indented like source content, so it cannot forge a ``cite_as`` line either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.prompts import PromptTemplate
+
+from citemark import indent_block
+
+__all__ = ["CITATION_QA_TEMPLATE", "CITATION_REFINE_TEMPLATE"]
+
+_QA = """\
+Answer the question using only the numbered sources below. Each source starts with \
+a line "cite_as: [N]" that gives its marker.
+
+Rules:
+- After each claim, cite the sources that support it by their marker, like [N]. \
+Cite several as [N][M] or [N, M].
+- Cite only markers from the sources below. Never invent a source number, and never \
+cite titles, file names, URLs or footnotes.
+- If the sources do not answer the question, say so in one sentence and cite nothing.
+
+Sources:
+---------------------
+{context_str}
+---------------------
+
+Question: {query_str}
+
+Answer: """
+
+_REFINE = """\
+The question is: {query_str}
+
+The existing answer, with its citations:
+---------------------
+{existing_answer}
+---------------------
+
+More numbered sources, each starting with a line "cite_as: [N]":
+---------------------
+{context_msg}
+---------------------
+
+Refine the existing answer with these sources only where they help. Keep each \
+citation marker of the existing answer that still applies, exactly as written. Cite \
+new claims by their sources' markers, like [N], and never invent a source number. \
+If these sources do not help, repeat the existing answer unchanged.
+
+Refined answer: """
+
+
+def _question(**kwargs: Any) -> str:
+    return indent_block(str(kwargs.get("query_str", "")))
+
+
+CITATION_QA_TEMPLATE = PromptTemplate(_QA, function_mappings={"query_str": _question})
+"""A ``text_qa_template`` (``{context_str}``, ``{query_str}``) that asks for ``[n]``."""
+
+CITATION_REFINE_TEMPLATE = PromptTemplate(_REFINE, function_mappings={"query_str": _question})
+"""A ``refine_template`` (``{query_str}``, ``{existing_answer}``, ``{context_msg}``)
+that keeps the existing answer's markers and cites new sources as ``[n]``."""

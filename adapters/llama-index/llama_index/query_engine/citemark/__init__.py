@@ -1,0 +1,19 @@
+"""citemark for LlamaIndex: a query engine whose ``[n]`` citations are resolved and checked."""
+
+from llama_index.query_engine.citemark.base import CitedQueryEngine
+from llama_index.query_engine.citemark.response import (
+    CitedAsyncStreamingResponse,
+    CitedResponse,
+    CitedStreamingResponse,
+    resolve_response,
+    validate_stream,
+)
+
+__all__ = [
+    "CitedAsyncStreamingResponse",
+    "CitedQueryEngine",
+    "CitedResponse",
+    "CitedStreamingResponse",
+    "resolve_response",
+    "validate_stream",
+]
