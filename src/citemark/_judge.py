@@ -25,9 +25,9 @@ from citemark._errors import JudgeError
 from citemark._render import (
     check_template,
     indent_block,
+    normalize_quoted,
     prompt_sha256,
     render_sources,
-    sanitize_text,
 )
 from citemark._strictjson import (
     MAX_TEXT_BYTES,
@@ -316,28 +316,6 @@ _REQUIREMENTS: Final = {
     "string_type": "must be a string",
     "tuple_type": "must be a list",
 }
-# Curly and other typographic quotes a judge may use when it quotes the answer, and
-# the straight quote each stands for.
-_QUOTES: Final = str.maketrans(
-    {
-        "\u2018": "'",  # left single quotation mark
-        "\u2019": "'",  # right single quotation mark
-        "\u201a": "'",  # single low-9 quotation mark
-        "\u201b": "'",  # single high-reversed-9 quotation mark
-        "\u2032": "'",  # prime
-        "\u2039": "'",  # single left-pointing angle quotation mark
-        "\u203a": "'",  # single right-pointing angle quotation mark
-        "\uff07": "'",  # fullwidth apostrophe
-        "\u201c": '"',  # left double quotation mark
-        "\u201d": '"',  # right double quotation mark
-        "\u201e": '"',  # double low-9 quotation mark
-        "\u201f": '"',  # double high-reversed-9 quotation mark
-        "\u2033": '"',  # double prime
-        "\u00ab": '"',  # left-pointing double angle quotation mark
-        "\u00bb": '"',  # right-pointing double angle quotation mark
-        "\uff02": '"',  # fullwidth quotation mark
-    }
-)
 _TEMPLATE_FIELDS: Final = frozenset({"question", "answer", "sources"})
 
 
@@ -356,9 +334,9 @@ def _parse(reply: str, answer: str) -> FaithfulnessVerdict | str:
         verdict = FaithfulnessVerdict.model_validate(value)
     except ValidationError as exc:
         return f"judge reply failed its schema: {_describe(exc)}"
-    claimed = _normalize(answer)
+    claimed = normalize_quoted(answer)
     for number, claim in enumerate(verdict.unsupported_claims, start=1):
-        quoted = _normalize(claim)
+        quoted = normalize_quoted(claim)
         if not quoted:
             return f"judge reply is not usable: unsupported claim {number} is blank"
         if quoted not in claimed:
@@ -398,8 +376,3 @@ def _describe_error(kind: str, loc: tuple[int | str, ...]) -> str:
         field = f"{field} item {loc[1] + 1}"
     requirement = _REQUIREMENTS.get(kind)
     return f"{field} {requirement} ({kind})" if requirement else f"{field}: {kind}"
-
-
-def _normalize(text: str) -> str:
-    """Drop control characters, straighten quotes and collapse whitespace runs."""
-    return " ".join(sanitize_text(text).translate(_QUOTES).split())

@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_SYNTHESIS_PROMPT",
     "check_template",
     "indent_block",
+    "normalize_quoted",
     "prompt_sha256",
     "recover_numbering",
     "render_prompt",
@@ -65,6 +66,11 @@ _LABEL = re.compile(
     r"|(?:Source|Document|Doc)[ \t]*#?([0-9]{1,4})\b"  # Source n, Document #n
     r"|([0-9]{1,4})[.)][ \t])",  # n. or n)
     re.MULTILINE | re.IGNORECASE,
+)
+# Typographic quotes a judge may use where the text has straight ones.
+_QUOTES = str.maketrans(
+    dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u2039\u203a\uff07", "'")
+    | dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb\uff02", '"')
 )
 # What a content line starts with: enough that no content line can begin with "[".
 _INDENT = "    "
@@ -187,6 +193,14 @@ def check_template(template: str, fields: frozenset[str]) -> None:
     used = [(name, spec, conversion) for _, name, spec, conversion in parsed if name is not None]
     if {name for name, _, _ in used} != fields or any(spec or conv for _, spec, conv in used):
         raise ValueError(msg)
+
+
+def normalize_quoted(text: str) -> str:
+    """Normalize text the way a judge's quotation of it is compared (SPEC §3.8, §3.9).
+
+    Sanitized, typographic quotes straightened, whitespace runs collapsed to one space.
+    """
+    return " ".join(sanitize_text(text).translate(_QUOTES).split())
 
 
 def prompt_sha256(template: str) -> str:

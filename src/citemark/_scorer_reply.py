@@ -33,7 +33,7 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from citemark._render import sanitize_text
+from citemark._render import normalize_quoted
 from citemark._strictjson import MAX_TEXT_BYTES, StrictJSONError, loads_strict, strip_single_fence
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ __all__ = [
     "SCORE_CONTRADICTS",
     "ReplyCheck",
     "check_reply",
-    "normalize_quote",
 ]
 
 INVALID: Final = "invalid_judge_output"
@@ -76,13 +75,6 @@ _MAX_SHOWN: Final = 64
 _MAX_DIGITS: Final = 12
 _MISSING: Final = object()
 
-# Curly and other typographic quotes a judge may use when it quotes, and the straight
-# quote each stands for (the faithfulness judge normalizes the same way).
-_QUOTES: Final = str.maketrans(
-    dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u2039\u203a\uff07", "'")
-    | dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb\uff02", '"')
-)
-
 
 class ReplyCheck(NamedTuple):
     """What a judge reply established, and the first rule it broke, if any."""
@@ -103,11 +95,6 @@ class ReplyCheck(NamedTuple):
     """The verdicts that were well-formed but did not verify, with why."""
     reply_type: str
     """The JSON type of the reply: "object", "array", ..., or "not JSON"."""
-
-
-def normalize_quote(text: str) -> str:
-    """Drop control characters, straighten quotes and collapse whitespace runs."""
-    return " ".join(sanitize_text(text).translate(_QUOTES).split())
 
 
 def check_reply(
@@ -240,7 +227,7 @@ def _verify(
 
     def block(label: str) -> str:
         if label not in normalized:
-            normalized[label] = normalize_quote(blocks[label])
+            normalized[label] = normalize_quoted(blocks[label])
         return normalized[label]
 
     response_text: list[str] = []
@@ -276,8 +263,8 @@ def _verify(
         claim = item.get("claim_span")
         if claim is not None:
             if not response_text:
-                response_text.append(normalize_quote(response))
-            quoted = normalize_quote(claim)
+                response_text.append(normalize_quoted(response))
+            quoted = normalize_quoted(claim)
             if len(quoted) >= _MIN_QUOTE and quoted in response_text[0]:
                 record["response_span"] = claim
         kept.append(record)
@@ -288,7 +275,7 @@ def _evidence_problem(span: str | None, source: str, cited: str | None) -> str |
     """Why ``span`` does not prove what it should, or None when it does."""
     if span is None:
         return "missing_context_span"
-    quoted = normalize_quote(span)
+    quoted = normalize_quoted(span)
     if len(quoted) < _MIN_QUOTE:
         return "context_span_too_short"
     if quoted not in source:
