@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from strategies import commonmark_documents
 
 from citemark import masked_spans
+from citemark import parse_markers as citemark_parse
 from citemark._markers import GROUP_PATTERN
 
 if TYPE_CHECKING:
@@ -84,3 +86,93 @@ class TestAgainstMarkdownIt:
     def test_masked_groups_match_commonmark(self, text):
         """Groups masked as code and as link destinations are exactly markdown-it's."""
         assert reference_groups(text) == citemark_groups(text)
+
+
+# Everything Markdown offers that could hide a bracket, for the safety property below.
+PIECES = [
+    "`",
+    "``",
+    "```",
+    "~~~",
+    "\n",
+    "\n\n",
+    " ",
+    "    ",
+    "\t",
+    "> ",
+    "- ",
+    "1. ",
+    "2. ",
+    "* ",
+    "[",
+    "]",
+    "(",
+    ")",
+    "](",
+    "<",
+    ">",
+    "<a href='",
+    "'>",
+    "</a>",
+    "<!--",
+    "-->",
+    "\\",
+    "x",
+    "foo",
+    "!",
+    '"',
+    "'",
+    "#",
+    "<div>",
+    "<pre>",
+    "</pre>",
+    "http://e.x",
+    "<http://a.b/",
+    ":",
+    "]:",
+    "*",
+    "_",
+    "\r\n",
+    "&",
+    "<?",
+    "?>",
+    "===",
+    "---",
+    "\xa0",
+]
+HIDDEN = re.compile(r"<code>.*?</code>|<pre>.*?</pre>|<!--.*?-->|<[^>]*>", re.DOTALL)
+
+
+@st.composite
+def hostile_markdown(draw: st.DrawFn) -> tuple[str, list[int]]:
+    """Random Markdown with uniquely numbered markers [100], [101], ... among the pieces."""
+    parts: list[str] = []
+    markers: list[int] = []
+    for _ in range(draw(st.integers(1, 14))):
+        if draw(st.booleans()) and draw(st.booleans()):
+            markers.append(100 + len(markers))
+            parts.append(f"[{markers[-1]}]")
+        else:
+            parts.append(draw(st.sampled_from(PIECES)))
+    return "".join(parts), markers
+
+
+class TestNeverHidesVisibleText:
+    @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(hostile_markdown())
+    @example(("See [a](<b>[100]) here.", [100]))
+    @example(("- `[100]\n1.\n`", [100]))
+    @example(("> `[100]\n2. x\n`", [100]))
+    @example(("[a]: `x\n[100] `", [100]))
+    @example(("<e>\xa0\n~~~[100]", [100]))
+    def test_a_marker_markdown_it_shows_as_text_cites(self, document):
+        """A marker markdown-it renders as visible text is never masked by citemark.
+
+        The dangerous direction only: masking a visible marker would let a fabricated
+        citation through. Code, raw HTML, comments and attributes are removed from
+        markdown-it's output before looking.
+        """
+        text, markers = document
+        cited = {o.number for o in citemark_parse(text)}
+        visible = HIDDEN.sub("", MD.render(text))
+        assert [] == [m for m in markers if m not in cited and f"[{m}]" in visible]

@@ -140,6 +140,12 @@ CASES: list[tuple[str, list[int]]] = [
     ("a <b `[1]` [2]", [2]),  # no tag after all: the code span stands
     # -- raw HTML and indented code cite ---------------------------------------------
     ("<foo>\n` [3] `", [3]),  # an HTML block of type 7
+    ("<e>\xa0\n~~~[9]", [9]),  # type 7 ends in any whitespace
+    ("See [a](<b>[9]) here.", [9]),  # "<b>" is raw HTML: no raw destination starts with "<"
+    ("- `[9]\n1.\n`", [9]),  # a list item after a lost container starts a block
+    ("> `[9]\n2. x\n`", [9]),
+    ("[a]: `x\n[9] `", [9]),  # a definition's line is no inline content
+    ('[a]: <u> "t"\n`x [9]`', []),  # after the definition, inline parsing resumes
     ("<div>\n`[1]`\n</div>", [1]),
     ("    `[1]`", [1]),
     ("# Heading [1]", [1]),

@@ -82,11 +82,19 @@ class TestResolve:
             with pytest.raises(NoSourcesError):
                 resolve(text, [])
 
-    @pytest.mark.parametrize("text", ["", "  \n\t "])
+    @pytest.mark.parametrize("text", ["", "  \n\t ", "\u200b", "\x00\x01", " \u200b\n"])
     def test_blank_answer_is_rejected(self, text):
         """A blank answer is a SynthesisError, not an abstention."""
         with pytest.raises(SynthesisError, match="answer is blank"):
             resolve(text, SOURCES)
+
+    def test_errors_pickle(self):
+        """Both resolution errors survive pickling, for process-pool batches."""
+        import pickle
+
+        again = pickle.loads(pickle.dumps(MarkerOutOfRangeError(7, 3)))  # noqa: S301 - our own bytes
+        assert (7, 3) == (again.marker, again.valid_count)
+        assert isinstance(pickle.loads(pickle.dumps(NoSourcesError())), NoSourcesError)  # noqa: S301
 
     def test_text_is_kept_verbatim(self):
         """The answer text keeps its markers exactly as the model wrote them."""

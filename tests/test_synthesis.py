@@ -94,7 +94,7 @@ class TestQueryRewriter:
             "when does my patent license end if I sue?"
         )
 
-    @pytest.mark.parametrize("reply", ["", " \n\t "])
+    @pytest.mark.parametrize("reply", ["", " \n\t ", "\u200b"])
     def test_blank_rewrite_raises_and_never_falls_back(self, reply):
         """A blank rewrite raises QueryRewriteError instead of returning the query."""
         chat = ScriptedChat([reply])

@@ -65,6 +65,10 @@ class NoSourcesError(SynthesisError):
         msg = "no sources were given: there is nothing an answer could cite"
         super().__init__(msg)
 
+    def __reduce__(self) -> tuple[type[NoSourcesError], tuple[()]]:
+        """Pickle without the message, which the constructor writes itself."""
+        return (type(self), ())
+
 
 class MarkerOutOfRangeError(SynthesisError):
     """Raised when an answer cites a marker outside ``1..valid_count``.
@@ -123,6 +127,7 @@ class ChatError(CitemarkError):
         provider: The provider name, e.g. ``"openai-compatible"``.
         model: The model name the request asked for.
         status: The HTTP status, or ``None`` when no response arrived.
+        reason: The fixed, structural description of the failure.
     """
 
     provider: str

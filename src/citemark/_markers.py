@@ -223,7 +223,7 @@ _CLOSE_TAG = r"</[A-Za-z][A-Za-z0-9-]*+\s*+>"
 # CommonMark's HTML block type 7: a line holding only a complete open or closing tag
 # (not one of type 1's names). It cannot interrupt a paragraph; a blank line ends it.
 _HTML_TYPE7 = re.compile(
-    rf"(?!<(?:script|pre|style|textarea)\b)(?P<t7>{_OPEN_TAG}|{_CLOSE_TAG})[ \t]*+$",
+    rf"(?!<(?:script|pre|style|textarea)\b)(?P<t7>{_OPEN_TAG}|{_CLOSE_TAG})\s*+$",
     re.IGNORECASE,
 )
 _HTML_END = {
@@ -391,8 +391,9 @@ class _BlockScanner:
         fence = _FENCE_OPEN.match(text, first, end)
         if fence is not None and _is_fence(fence):
             return True
-        item = _ITEM.match(text, first, end)
-        return item is not None and _can_interrupt(text, item, end)
+        # A list item always starts a block here: the line lost its containers, so
+        # the open paragraph is not the innermost block it would interrupt.
+        return _ITEM.match(text, first, end) is not None
 
     def _open_containers(self) -> None:
         text, end = self.text, self.end
@@ -481,7 +482,23 @@ class _BlockScanner:
         text = self.text
         if text.find("`", start, end) < 0 and text.find("](", start, end) < 0:
             return
+        if text.startswith("[", start):
+            start = _after_definitions(text, start, end)
         _InlineScanner(text, start, end, self.spans).run()
+
+
+def _after_definitions(text: str, start: int, end: int) -> int:
+    """Skip the link reference definitions a paragraph starts with (CommonMark 4.7).
+
+    Their lines are not inline content, so a backtick in a definition's destination
+    opens no code span. Their brackets are not masked: a marker in one still cites.
+    """
+    while start < end:
+        m = _DEFINITION.match(text, start, end)
+        if m is None or m.end("dest") == m.start("dest"):
+            return start
+        start = m.end()
+    return start
 
 
 def _is_fence(m: re.Match[str]) -> bool:
@@ -558,12 +575,25 @@ _RAW_DEST = _nested_destination(_MAX_PAREN_DEPTH)
 # optional whitespace, ")". Possessive, so a failed tail costs one scan.
 _WS = r"[ \t]*+(?:(?:\r\n|\r|\n)[ \t]*+)?"
 _LINK_TAIL = re.compile(
-    rf"\({_WS}(?P<dest><(?:[^<>\r\n\\]|\\.)*+>|{_RAW_DEST.pattern})"
+    rf"\({_WS}(?P<dest><(?:[^<>\r\n\\]|\\.)*+>|(?!<){_RAW_DEST.pattern})"
     rf"(?:(?=[ \t\r\n]){_WS}(?P<title>"
     r'"(?:[^"\\]|\\.)*+"'
     r"|'(?:[^'\\]|\\.)*+'"
     r"|\((?:[^()\\]|\\.)*+\))"
     rf")?+{_WS}\)",
+    re.DOTALL,
+)
+
+
+# A link reference definition: a label, a colon, a destination and an optional
+# title, alone on their lines; tried with a title first, then without one.
+_DEFINITION = re.compile(
+    r"\[(?![ \t\r\n]*+\])(?:[^\[\]\\]|\\.){1,999}+\]:"
+    rf"{_WS}(?P<dest><(?:[^<>\r\n\\]|\\.)*+>|(?!<){_RAW_DEST.pattern})"
+    rf"(?:(?=[ \t\r\n]){_WS}"
+    r"(?:\"(?:[^\"\\]|\\.)*+\"|'(?:[^'\\]|\\.)*+'|\((?:[^()\\]|\\.)*+\))"
+    r"[ \t]*+(?:\r\n|\r|\n|\Z)"
+    r"|[ \t]*+(?:\r\n|\r|\n|\Z))",
     re.DOTALL,
 )
 

@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_SYNTHESIS_PROMPT",
     "check_template",
     "indent_block",
+    "is_blank",
     "normalize_quoted",
     "prompt_sha256",
     "recover_numbering",
@@ -193,6 +194,18 @@ def check_template(template: str, fields: frozenset[str]) -> None:
     used = [(name, spec, conversion) for _, name, spec, conversion in parsed if name is not None]
     if {name for name, _, _ in used} != fields or any(spec or conv for _, spec, conv in used):
         raise ValueError(msg)
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` holds nothing a reader could see.
+
+    Whitespace, control characters and invisible format characters (a zero-width
+    space, say) do not make an answer, a question or a rewrite.
+    """
+    stripped = text.strip()
+    if not stripped or stripped[0].isprintable():  # the common cases, in C
+        return not stripped
+    return not any(c.isprintable() and not c.isspace() for c in stripped)
 
 
 def normalize_quoted(text: str) -> str:

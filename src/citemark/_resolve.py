@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from citemark._errors import MarkerOutOfRangeError, NoSourcesError, SynthesisError
 from citemark._markers import group_bodies, marker_number
 from citemark._models import Citation, CitedAnswer, Source
+from citemark._render import is_blank
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,7 +58,7 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
     count = len(sources)
     if count == 0:
         raise NoSourcesError
-    if not text.strip():
+    if is_blank(text):
         msg = "the answer is blank: a blank completion is not an abstention"
         raise SynthesisError(msg)
     table = _citation_table(sources)

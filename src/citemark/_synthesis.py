@@ -17,6 +17,7 @@ from citemark._errors import NoSourcesError, QueryRewriteError, SynthesisError
 from citemark._render import (
     DEFAULT_SYNTHESIS_PROMPT,
     check_template,
+    is_blank,
     prompt_sha256,
     render_prompt,
     sanitize_text,
@@ -91,7 +92,7 @@ class Synthesizer:
         """
         if not sources:
             raise NoSourcesError
-        if not sanitize_text(question).strip():
+        if is_blank(question):
             msg = "the question is blank: there is nothing to answer"
             raise SynthesisError(msg)
         completion = await self.chat.complete(
@@ -134,14 +135,14 @@ class QueryRewriter:
             QueryRewriteError: the model's rewrite is blank.
             ChatError: the model call failed; it is not retried.
         """
-        if not query.strip():
+        if is_blank(query):
             msg = "the query is blank: there is nothing to rewrite"
             raise ValueError(msg)
         completion = await self.chat.complete(
             self.prompt_template.format(query=sanitize_text(query))
         )
         rewritten = completion.strip()
-        if not rewritten:
+        if is_blank(rewritten):
             msg = "the query rewrite came back blank; the original query is not used instead"
             raise QueryRewriteError(msg)
         return rewritten

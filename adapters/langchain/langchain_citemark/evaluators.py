@@ -70,7 +70,11 @@ def make_citation_evaluator(
         outputs = _mapping(getattr(run, "outputs", None))
         inputs = _mapping(getattr(run, "inputs", None))
         answer = _answer(outputs, answer_keys)
-        documents = _documents(outputs, documents_keys) or _documents(inputs, documents_keys)
+        # The run's own outputs win; the inputs are read only when the outputs hold
+        # no documents at all (an empty list there is the run's answer, not a gap).
+        documents = _documents(outputs, documents_keys)
+        if documents is None:
+            documents = _documents(inputs, documents_keys)
         if answer is None:
             return {"key": KEY, "score": None, "comment": "unassessed: no answer in the outputs"}
         if documents is None:

@@ -56,6 +56,13 @@ class TestEvaluator:
         assert None is result["score"]
         assert result["comment"].startswith("unassessed (no_resolved_citations)")
 
+    def test_empty_output_documents_are_not_replaced_by_inputs(self):
+        """A run that output no documents is checked against none, not its input documents."""
+        result = make_citation_evaluator()(
+            run({"answer": "Keep them [1].", "documents": []}, {"documents": DOCUMENTS}), None
+        )
+        assert None is result["score"]
+
     def test_unassessed_has_no_score(self):
         """Without documents there is no score, never an invented one."""
         result = make_citation_evaluator()(run({"answer": "x [1]"}), None)
