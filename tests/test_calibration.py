@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import pytest
@@ -28,9 +29,11 @@ from citemark import (
     register_threshold,
     run_calibration_sync,
 )
+from citemark._labelset import MAX_LABEL_FILE_BYTES
 from citemark.testing import ScriptedChat
 
 F, U = True, False
+CANARY = "CANARY-labels-3c8f"
 SAYS_FAITHFUL = '{"faithful": true, "unsupported_claims": [], "reasoning": "Supported."}'
 SAYS_UNFAITHFUL = '{"faithful": false, "unsupported_claims": [], "reasoning": "Not supported."}'
 
@@ -251,7 +254,7 @@ class TestLabelSet:
         ("text", "message"),
         [
             ('{"schema_version": 1, "schema_version": 1}', "a key is given twice"),
-            ('{"schema_version": NaN}', "NaN or Infinity"),
+            ('{"schema_version": NaN}', "NaN, Infinity"),
             ("{not json", "not JSON"),
             ('{"schema_version": 2, "sha256": "' + "0" * 64 + '", "items": []}', "schema"),
         ],
@@ -294,6 +297,126 @@ class TestLabelSet:
         """A label set holds at least one item."""
         with pytest.raises(ValidationError):
             LabelSet(items=[])
+
+
+def file_text(labels: LabelSet) -> str:
+    """A label set's file content, as `LabelSet.write` would write it."""
+    document = {
+        "schema_version": 1,
+        "sha256": labels.sha256,
+        "items": [
+            {**i.model_dump(mode="json"), "content_sha256": i.content_sha256} for i in labels.items
+        ],
+    }
+    return json.dumps(document)
+
+
+def refusal(data: bytes | str) -> ValueError:
+    """The ValueError from_json raises for ``data``; any other exception fails the test."""
+    with pytest.raises(ValueError) as info:
+        LabelSet.from_json(data)
+    assert ValueError is type(info.value)
+    return info.value
+
+
+class TestLabelFileParsing:
+    """The label file goes through the strict parser model replies use, with its own cap."""
+
+    def test_deep_nesting_is_a_value_error(self):
+        """Nesting past the parser's depth is the documented ValueError, where plain json raises RecursionError."""
+        text = "[" * 200_000
+        with pytest.raises(RecursionError):
+            json.loads(text + "]" * 200_000)  # the naive parser
+        error = refusal(text)
+        assert "the label file is not strict JSON: it nests deeper than the parser allows" == str(
+            error
+        )
+
+    @pytest.mark.parametrize("literal", ["1e999", "-1e999"])
+    def test_a_number_beyond_the_float_range_is_refused(self, literal):
+        """1e999 is refused, where plain json (and parse_constant alone) reads it as infinity."""
+        assert math.isinf(json.loads(literal, parse_constant=lambda _: 0))  # the naive parser
+        error = refusal('{"schema_version": ' + literal + "}")
+        assert "NaN, Infinity or a number too large for a float" in str(error)
+
+    def test_a_file_over_the_cap_is_refused_before_parsing(self):
+        """Valid JSON one byte over MAX_LABEL_FILE_BYTES is refused for its size, which plain json reads whole."""
+        text = " " * (MAX_LABEL_FILE_BYTES - 1) + "{}"
+        assert {} == json.loads(text)  # the naive parser reads all of it
+        assert (
+            f"the label file is larger than {MAX_LABEL_FILE_BYTES} bytes",
+            f"the label file is larger than {MAX_LABEL_FILE_BYTES} bytes",
+        ) == (str(refusal(text)), str(refusal(text.encode())))
+
+    def test_a_file_at_the_cap_is_parsed(self):
+        """A file of exactly MAX_LABEL_FILE_BYTES is parsed, and fails only on its content."""
+        text = " " * (MAX_LABEL_FILE_BYTES - 2) + "{}"
+        assert str(refusal(text)).startswith("the label file does not fit its schema")
+
+    def test_read_stops_one_byte_past_the_cap(self, tmp_path):
+        """read refuses an oversized file for its size without reading it whole."""
+        path = tmp_path / "labels.json"
+        with path.open("wb") as file:
+            file.truncate(2 * MAX_LABEL_FILE_BYTES)  # sparse: nothing is written
+        with pytest.raises(ValueError, match=f"larger than {MAX_LABEL_FILE_BYTES} bytes"):
+            LabelSet.read(path)
+
+    def test_a_file_that_is_not_utf8_is_refused_without_its_bytes(self, tmp_path):
+        """Undecodable bytes are a ValueError that holds none of the file, unlike the decoder's error."""
+        data = file_text(label_set([F])).replace("ana", CANARY).encode() + b"\xff"
+        with pytest.raises(UnicodeDecodeError) as naive:
+            json.loads(data)  # the naive parser: the error keeps the whole file
+        assert CANARY.encode() in naive.value.object
+        path = tmp_path / "labels.json"
+        path.write_bytes(data)
+        with pytest.raises(ValueError) as info:
+            LabelSet.read(path)
+        error = info.value
+        assert ("the label file is not UTF-8 text", None, None) == (
+            str(error),
+            error.__cause__,
+            error.__context__,
+        )
+
+    def test_a_byte_order_mark_is_allowed(self, tmp_path):
+        """A UTF-8 file that starts with a byte-order mark reads like one without."""
+        labels = label_set([F, U])
+        path = tmp_path / "labels.json"
+        path.write_bytes(b"\xef\xbb\xbf" + file_text(labels).encode())
+        assert labels == LabelSet.read(path)
+
+    def test_a_lone_surrogate_is_refused_by_position(self):
+        """A \\ud800 escape is a ValueError naming the item, not a UnicodeEncodeError holding its text."""
+        odd = item(1, F, question=CANARY + "\ud800")
+        with pytest.raises(UnicodeEncodeError) as naive:
+            odd.content_sha256  # noqa: B018 - the naive hash raises
+        assert CANARY in naive.value.object
+        document = json.loads(file_text(label_set([F])))
+        document["items"][0]["question"] = CANARY + "\ud800"
+        error = refusal(json.dumps(document))
+        assert ("item 1 holds a lone surrogate, which is not Unicode text", None, None) == (
+            str(error),
+            error.__cause__,
+            error.__context__,
+        )
+
+    @pytest.mark.parametrize(
+        "data",
+        [
+            "[" * 200_000,
+            '{"a": 1e999}',
+            '{"a": NaN}',
+            '{"a": 1, "a": 2}',
+            "{" + CANARY,
+            CANARY.encode() + b"\xff",
+        ],
+        ids=["deep", "overflow", "nan", "duplicate", "not-json", "not-utf8"],
+    )
+    def test_parse_failures_chain_nothing(self, data):
+        """Every parse failure is a ValueError with no cause and no context, and no canary."""
+        error = refusal(data)
+        assert (None, None) == (error.__cause__, error.__context__)
+        assert CANARY not in repr(error.args)
 
 
 class TestThreshold:

@@ -33,6 +33,8 @@ from citemark import ChatError
 from citemark._chat import ChatModel, OpenAIChat
 
 CANARY = "CANARY-chat-91d2"
+# A URL scheme is case-insensitive and httpx lowercases it, so this one is lowercase.
+SCHEME_CANARY = "canary-scheme-7e3a"
 KEY = "sk-CANARY-key-5e1f"
 MODEL = "test-model"
 PROVIDER = "openai-compatible"
@@ -138,10 +140,13 @@ class ScenarioHandler(BaseHTTPRequestHandler):
         elif scenario.startswith("status-"):
             self.reply(int(scenario.removeprefix("status-")), ERROR_BODY)
         elif scenario == "redirect":
-            self.send_response(302)
-            self.send_header("Location", f"/{tag}/ok/v1/chat/completions")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self.redirect(302, f"/{tag}/ok/v1/chat/completions")
+        elif scenario == "redirect-scheme":
+            # httpcore quotes an unsupported scheme in UnsupportedProtocol's message.
+            self.redirect(302, f"{SCHEME_CANARY}://{CANARY}.invalid/{CANARY}")
+        elif scenario == "redirect-loop":
+            # 307 keeps the method, so every hop is a POST back to this scenario.
+            self.redirect(307, f"/{tag}/redirect-loop/v1/chat/completions?{CANARY}")
         elif scenario in MALFORMED_200:
             self.reply(200, MALFORMED_200[scenario][0])
         elif scenario == "slow":
@@ -175,6 +180,12 @@ class ScenarioHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             self.reply(418, b"unknown scenario")
+
+    def redirect(self, status: int, location: str) -> None:
+        self.send_response(status)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def reply(self, status: int, body: bytes) -> None:
         self.send_response(status)
@@ -261,6 +272,18 @@ def fail(chat: OpenAIChat, prompt: str = "q") -> ChatError:
     """Run one call that must fail and return its ChatError."""
     with pytest.raises(ChatError) as info:
         asyncio.run(chat.complete(prompt))
+    return info.value
+
+
+def fail_following_redirects(url: str, max_redirects: int = 20) -> ChatError:
+    """Run one call through an injected client that follows redirects; return its ChatError."""
+
+    async def call() -> None:
+        async with httpx.AsyncClient(follow_redirects=True, max_redirects=max_redirects) as client:
+            await OpenAIChat(url, MODEL, client=client).complete("q")
+
+    with pytest.raises(ChatError) as info:
+        asyncio.run(call())
     return info.value
 
 
@@ -448,7 +471,61 @@ class TestTransportFailures:
 
         reason = "the transport failed (DecodingError)"
         assert chat_error(200, reason) == facts(error)
-        assert httpx.DecodingError is cause_type(error)
+        assert cause_type(error) is None
+
+
+class TestInjectedClientRedirects:
+    """An injected client may follow redirects; what fails after one is still a ChatError."""
+
+    def test_raw_errors_carry_the_provider_location(self, provider):
+        """The checks below are not vacuous: the httpx errors themselves hold the canaries."""
+
+        async def raw(scenario: str) -> httpx.RequestError:
+            url = provider.base_url(scenario) + "/chat/completions"
+            async with httpx.AsyncClient(follow_redirects=True, max_redirects=3) as client:
+                with pytest.raises(httpx.RequestError) as info:
+                    await client.post(url, json={})
+            return info.value
+
+        unsupported = asyncio.run(raw("redirect-scheme"))
+        loop = asyncio.run(raw("redirect-loop"))
+
+        assert httpx.UnsupportedProtocol is type(unsupported)
+        assert SCHEME_CANARY in str(unsupported)
+        assert CANARY.lower() in str(unsupported.request.url).lower()
+        assert httpx.TooManyRedirects is type(loop)
+        assert CANARY in str(loop.request.url)
+
+    def test_redirect_to_an_unsupported_scheme(self, provider):
+        """A Location with an unsupported scheme is a ChatError with no cause and no context."""
+        error = fail_following_redirects(provider.base_url("redirect-scheme"))
+
+        reason = "the transport failed (UnsupportedProtocol)"
+        assert chat_error(None, reason) == facts(error)
+        message = f"{PROVIDER} chat call to model {MODEL!r} failed (no response): {reason}"
+        assert message == str(error)
+        assert (None, None) == (error.__cause__, error.__context__)
+        assert 1 == provider.count("redirect-scheme")
+
+    def test_redirect_loop(self, provider):
+        """More redirects than the client allows is a ChatError, not a raw TooManyRedirects."""
+        error = fail_following_redirects(provider.base_url("redirect-loop"), max_redirects=3)
+
+        reason = "the provider redirected more times than the client allows (TooManyRedirects)"
+        assert chat_error(None, reason) == facts(error)
+        message = f"{PROVIDER} chat call to model {MODEL!r} failed (no response): {reason}"
+        assert message == str(error)
+        assert (None, None) == (error.__cause__, error.__context__)
+        assert 4 == provider.count("redirect-loop")
+
+    @pytest.mark.parametrize("scenario", ["redirect-scheme", "redirect-loop"])
+    def test_provider_location_never_surfaces(self, provider, scenario):
+        """Neither the scheme nor the URL of a provider's Location reaches the error or its chain."""
+        error = fail_following_redirects(provider.base_url(scenario), max_redirects=3)
+
+        for text in texts_of(error):
+            assert SCHEME_CANARY not in text.lower()
+            assert CANARY.lower() not in text.lower()
 
 
 class TestMalformedEnvelopes:

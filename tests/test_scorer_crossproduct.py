@@ -2,8 +2,8 @@
 
 Every finding of the review log's round 4 was a composition of two or more features,
 so the invariants are asserted over every combination rather than per feature (SPEC
-§10). Six label styles, nine stray tokens, five fabrication forms and eight judge
-replies make 2,160 rows, each scored twice (as is, and with a dropped label cited).
+§10). Six label styles, nine stray tokens, five fabrication forms and ten judge
+replies make 2,700 rows, each scored twice (as is, and with a dropped label cited).
 The invariants, from reference/citation-scorer-review-log.txt:
 
 1. an accusable label style never passes a fabrication;
@@ -85,6 +85,8 @@ REPLIES = {
     "missing-verdict": reply(3),
     "duplicate-verdict": reply(3, supported(1, EVIDENCE), supported(1, EVIDENCE)),
     "score-contradicts-band": reply(0, supported(1, EVIDENCE)),
+    "ungraded-occurrence": reply(3, supported(1, EVIDENCE), unsupported(2)),
+    "null-field": reply(3, supported(1, EVIDENCE, supporting_marker=None)),
 }
 # What each reply gives an otherwise clean row.
 CLEAN = {
@@ -96,6 +98,8 @@ CLEAN = {
     "missing-verdict": (False, None, None, "incomplete_judge_verdicts"),
     "duplicate-verdict": (False, None, None, "contradictory_judge_verdicts"),
     "score-contradicts-band": (False, None, None, "judge_score_contradicts_verdicts"),
+    "ungraded-occurrence": (False, None, None, "invalid_judge_output"),
+    "null-field": (False, None, None, "invalid_judge_output"),
 }
 FLOOR = (True, False, 0.0, None)
 

@@ -345,6 +345,73 @@ class TestReplyValidation:
         """Outcomes come from a closed set and each takes exactly its own string fields."""
         assert "invalid_judge_output" == score(GOOD, replies=[reply(3, verdict)])[0].reason
 
+    @pytest.mark.parametrize(
+        ("verdict", "field", "band"),
+        [
+            (supported(1, SPAN["doc-1"], supporting_marker=None), "supporting_marker", 3),
+            (supported(1, SPAN["doc-1"], claim_span=None), "claim_span", 3),
+            (supported(1, None), "context_span", 3),
+            (unsupported(1, context_span=None), "context_span", 1),
+            (unsupported(1, supporting_marker=None), "supporting_marker", 1),
+            (unsupported(1, claim_span=None), "claim_span", 1),
+            (misattributed(1, None, SPAN["doc-2"]), "supporting_marker", 1),
+            (misattributed(1, "doc-2", SPAN["doc-2"], claim_span=None), "claim_span", 1),
+        ],
+        ids=[
+            "supported-marker",
+            "supported-claim",
+            "supported-context",
+            "unsupported-context",
+            "unsupported-marker",
+            "unsupported-claim",
+            "misattributed-marker",
+            "misattributed-claim",
+        ],
+    )
+    def test_optional_field_given_as_null_is_invalid_output(self, verdict, field, band):
+        """A verdict field given as null is not a string, although .get() (the naive read) sees it as absent."""
+        absent = {key: value for key, value in verdict.items() if key != field}
+        assert absent.get(field) == verdict.get(field)  # the naive read cannot tell them apart
+        naive = check_reply(reply(band, absent), ["doc-1"], {"doc-1": CONTEXT}, GOOD)
+        assert "invalid_judge_output" != naive.reason  # what a null-as-absent reading gives
+        result, _ = score(GOOD, replies=[reply(band, verdict)])
+        assert (UNASSESSED, "invalid_judge_output") == (unassessed(result), result.reason)
+        assert f"has a '{field}' that is not a string" in result.explanation
+
+    @pytest.mark.parametrize(
+        "extra",
+        [
+            supported(2, SPAN["doc-2"]),
+            misattributed(2, "doc-2", SPAN["doc-2"]),
+            unsupported(2),
+            unsupported(0),
+            unsupported(-1),
+        ],
+        ids=["supported", "misattributed", "unsupported", "zero", "negative"],
+    )
+    def test_verdict_for_an_occurrence_that_was_not_graded_is_invalid_output(self, extra):
+        """One graded occurrence with a verdict for another is invalid output; dropping it (the naive filter) would grade the row."""
+        verdicts = [supported(1, SPAN["doc-1"]), extra]
+        graded = ["doc-1"]
+        kept = [v for v in verdicts if 1 <= v["occurrence"] <= len(graded)]
+        naive = check_reply(reply(3, *kept), graded, {"doc-1": CONTEXT}, GOOD)
+        assert "invalid_judge_output" != naive.reason  # the naive filter assesses the row
+        result, _ = score(GOOD, replies=[reply(3, *verdicts)])
+        assert (UNASSESSED, "invalid_judge_output") == (unassessed(result), result.reason)
+        assert (
+            f"verdict 2 names occurrence {extra['occurrence']}, which was not graded"
+            in result.explanation
+        )
+
+    def test_huge_ungraded_occurrence_number_is_described_not_printed(self):
+        """An occurrence number with dozens of digits reaches the explanation as its length."""
+        result, _ = score(
+            GOOD, replies=[reply(3, supported(1, SPAN["doc-1"]), unsupported(10**40))]
+        )
+        assert "invalid_judge_output" == result.reason
+        assert "names occurrence <41-digit number>, which was not graded" in result.explanation
+        assert str(10**40) not in result.explanation
+
     @pytest.mark.parametrize("explanation", [None, {"a": 1}, 3, ["x"]])
     def test_non_string_explanation_is_left_out(self, explanation):
         """A non-string explanation leaves the explanation empty instead of a Python repr."""
@@ -379,19 +446,6 @@ class TestEvidence:
             result.reason,
             result.details["discarded_verdict_reasons"],
         )
-
-    @pytest.mark.parametrize(
-        "verdict",
-        [supported(2, SPAN["doc-2"]), misattributed(2, "doc-1", SPAN["doc-1"])],
-        ids=["supported", "misattributed"],
-    )
-    def test_verdict_for_an_occurrence_that_was_not_listed_is_discarded(self, verdict):
-        """A verdict about an occurrence the response never made is discarded, whatever its outcome."""
-        body = reply(3, supported(1, SPAN["doc-1"]), verdict)
-        result, _ = score(GOOD, replies=[body])
-        assert [{"occurrence": 2, "why": "unknown_occurrence"}] == result.details[
-            "discarded_verdict_reasons"
-        ]
 
     def test_single_character_evidence_is_rejected_two_characters_accepted(self):
         """'e' corroborates nothing and is discarded; '5%' is short but real evidence."""
@@ -604,13 +658,12 @@ class TestCoverageAndCoherence:
     def test_discarded_verdicts_are_counted(self):
         """Every well-formed verdict that fails verification is counted and explained."""
         body = reply(
-            3,
+            1,
             supported(1, "invented"),
-            supported(2, SPAN["doc-2"]),
-            supported(3, SPAN["doc-1"]),
+            misattributed(2, "doc-9", SPAN["doc-1"]),
         )
         result, _ = score(TWO, replies=[body])
-        assert (2, ["context_span_not_in_cited_block", "unknown_occurrence"]) == (
+        assert (2, ["context_span_not_in_cited_block", "unknown_supporting_block"]) == (
             result.details["discarded_verdicts"],
             [d["why"] for d in result.details["discarded_verdict_reasons"]],
         )
@@ -644,8 +697,20 @@ class TestDeterministicFloor:
             reply(3),
             reply(3, supported(1, SPAN["doc-1"]), supported(1, SPAN["doc-1"])),
             reply(0, supported(1, SPAN["doc-1"])),
+            reply(3, supported(1, SPAN["doc-1"]), supported(2, SPAN["doc-2"])),
+            reply(3, supported(1, SPAN["doc-1"], supporting_marker=None)),
         ],
-        ids=["null", "array", "nan", "bool", "missing", "duplicate", "contradicts-band"],
+        ids=[
+            "null",
+            "array",
+            "nan",
+            "bool",
+            "missing",
+            "duplicate",
+            "contradicts-band",
+            "ungraded-occurrence",
+            "null-field",
+        ],
     )
     def test_unusable_reply_cannot_rescue_a_fabrication(self, body):
         """Any rejected reply beside a fabrication still gives failed, score 0, assessed."""
@@ -727,6 +792,25 @@ class TestRejectedReplyAudit:
             [v["occurrence"] for v in details["verified_verdicts"]],
             details["verdicts"],
             details["discarded_verdicts"],
+        )
+
+    @pytest.mark.parametrize(
+        "extra",
+        [unsupported(2), supported(1, SPAN["doc-1"], claim_span=None)],
+        ids=["ungraded-occurrence", "null-field"],
+    )
+    def test_invalid_verdict_keeps_the_audit_fields(self, extra):
+        """A reply invalid for an ungraded occurrence or a null field still records score, text and the verdicts that verified."""
+        body = reply(3, supported(1, SPAN["doc-1"]), extra, explanation="Fine.")
+        result, _ = score(GOOD, replies=[body])
+        details = result.details
+        assert ("invalid_judge_output", 3, "Fine.", [1], [], "object") == (
+            result.reason,
+            details["raw_score"],
+            details["judge_explanation"],
+            [v["occurrence"] for v in details["verified_verdicts"]],
+            details["verdicts"],
+            details["judge_reply_type"],
         )
 
     def test_rejected_reply_keeps_its_verified_verdicts_beside_a_fabrication(self):

@@ -145,6 +145,14 @@ class TestSize:
         text = '"' + "a" * (MAX_TEXT_BYTES - 2) + '"'
         assert MAX_TEXT_BYTES - 2 == len(loads_strict(text))  # type: ignore[arg-type]
 
+    def test_a_callers_cap_replaces_the_default(self):
+        """max_bytes moves the limit both ways: a larger cap parses past 1 MB, a smaller one refuses."""
+        text = '"' + "a" * MAX_TEXT_BYTES + '"'
+        assert (MAX_TEXT_BYTES, "too large") == (
+            len(loads_strict(text, max_bytes=2 * MAX_TEXT_BYTES)),  # type: ignore[arg-type]
+            failure_kind(lambda t: loads_strict(t, max_bytes=3), '"ab"'),
+        )
+
 
 class TestStripSingleFence:
     @pytest.mark.parametrize(

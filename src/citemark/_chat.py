@@ -329,11 +329,17 @@ async def _post_once(client: httpx.AsyncClient, request: httpx.Request, model: s
     ``map_httpcore_exceptions``. Reasons are fixed strings. The response is streamed
     so that the body of an error status is never read at all.
 
-    A cause is chained when its text is ours or the operating system's. A protocol
-    error is not, because h11 quotes the offending status or header line, and a
-    proxy error quotes the proxy's reason phrase: both are provider text. Such an
-    error is raised after its handler has ended, so it is not the ``__context__``
-    either.
+    A cause is chained only for a timeout or a failed connection, whose text is ours
+    or the operating system's. Nothing else is: h11 quotes the offending status or
+    header line in a protocol error, a proxy error quotes the proxy's reason phrase,
+    and with an injected client that follows redirects an ``UnsupportedProtocol``
+    quotes the scheme of the provider's ``Location`` (and holds its URL in
+    ``.request``). Such an error is raised after its handler has ended, so it is
+    not the ``__context__`` either.
+
+    ``httpx.RequestError`` is caught as the last branch, so a request failure httpx
+    adds or a branch above misses (``TooManyRedirects``, ``DecodingError``) is still
+    a `ChatError`; nothing broader is, so a bug in citemark stays a traceback.
     """
     status: int | None = None
     try:
@@ -354,9 +360,11 @@ async def _post_once(client: httpx.AsyncClient, request: httpx.Request, model: s
         raise ChatError(reason, provider=_PROVIDER, model=model, status=status) from exc
     except (httpx.ProtocolError, httpx.ProxyError) as exc:
         reason = f"the HTTP exchange was malformed ({type(exc).__name__})"
-    except (httpx.TransportError, httpx.DecodingError) as exc:
+    except httpx.TooManyRedirects:
+        reason = "the provider redirected more times than the client allows (TooManyRedirects)"
+    except httpx.RequestError as exc:
         reason = f"the transport failed ({type(exc).__name__})"
-        raise ChatError(reason, provider=_PROVIDER, model=model, status=status) from exc
+    # Outside every handler: no cause and no context (see above).
     raise ChatError(reason, provider=_PROVIDER, model=model, status=status)
 
 

@@ -10,6 +10,13 @@ measurement record the set hash, so a label set edited after either no longer
 matches them. Reading a file checks everything: strict JSON, the schema, unique
 ids, each item's hash, and the set hash. Error messages name item positions, never
 item text.
+
+The JSON is parsed by `citemark._strictjson.loads_strict`, the parser model replies
+go through, under a cap of its own, `MAX_LABEL_FILE_BYTES`: a label set carries
+every item's sources verbatim, so an ordinary one outgrows the 1 MB cap on a model
+reply. Every parse failure, the decoder's and the parser's alike, becomes the
+documented `ValueError` with a fixed message and no chained exception:
+``UnicodeDecodeError.object`` and ``JSONDecodeError.doc`` both hold the whole file.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from pydantic import (
 
 from citemark._artifacts import Sha256, write_report_atomically
 from citemark._models import Source
+from citemark._strictjson import StrictJSONError, loads_strict
 
 if TYPE_CHECKING:
     import os
@@ -41,6 +49,28 @@ __all__ = ["LabelSet", "LabelledItem"]
 _CONFIG: Final = ConfigDict(
     frozen=True, extra="forbid", use_attribute_docstrings=True, hide_input_in_errors=True
 )
+
+MAX_LABEL_FILE_BYTES: Final = 64_000_000
+"""The largest label file that is read at all, in UTF-8 bytes (64 MB).
+
+Larger than the 1 MB cap on a model reply because a label set holds every item's
+question, answer and sources verbatim: a few hundred items with a few sources each
+already run to megabytes, and 64 MB leaves room for tens of thousands. It still
+bounds what one file can cost, since the parsed objects take several times the
+bytes. `LabelSet.read` reads no more than one byte past it.
+"""
+
+_PARSE_FAILURES: Final = {
+    "too large": f"the label file is larger than {MAX_LABEL_FILE_BYTES} bytes",
+    "not JSON": "the label file is not JSON",
+    "duplicate key": "the label file is not strict JSON: a key is given twice",
+    "non-finite number": (
+        "the label file is not strict JSON: it holds NaN, Infinity or a number too large "
+        "for a float"
+    ),
+    "nesting too deep": "the label file is not strict JSON: it nests deeper than the parser allows",
+}
+_NOT_UTF8: Final = "the label file is not UTF-8 text"
 
 
 class LabelledItem(BaseModel):
@@ -160,18 +190,31 @@ class LabelSet(BaseModel):
         """Read a label file and check its integrity.
 
         Raises:
-            ValueError: the file is not strict JSON or not the schema, an id is
-                repeated, an item's content does not match its ``content_sha256``, or
-                the items do not match the set's ``sha256``. Messages name item
-                positions, never item text.
+            ValueError: the file is larger than `MAX_LABEL_FILE_BYTES`, not UTF-8,
+                not strict JSON (a duplicate key, ``NaN``, ``Infinity``, a number
+                beyond the float range, nesting deeper than the parser allows) or
+                not the schema, an id is repeated, an item holds a lone surrogate,
+                an item's content does not match its ``content_sha256``, or the items
+                do not match the set's ``sha256``. Messages name item positions,
+                never item text, and every error is raised from None.
+            OSError: the file cannot be opened or read.
         """
-        return cls.from_json(Path(path).read_bytes())
+        with Path(path).open("rb") as file:
+            # One byte past the cap is enough to know the file is too large.
+            data = file.read(MAX_LABEL_FILE_BYTES + 1)
+        return cls.from_json(data)
 
     @classmethod
     def from_json(cls, data: bytes | str) -> LabelSet:
-        """Parse and check a label file's content; see `read`."""
+        """Parse and check a label file's content; see `read`.
+
+        Bytes must be UTF-8 (a leading byte-order mark is allowed).
+
+        Raises:
+            ValueError: as `read` describes.
+        """
         try:
-            stored = _StoredLabelSet.model_validate(_loads_strict(data))
+            stored = _StoredLabelSet.model_validate(_parse(data))
         except ValidationError as exc:
             msg = f"the label file does not fit its schema: {_describe(exc)}"
             raise ValueError(msg) from None
@@ -195,7 +238,11 @@ class LabelSet(BaseModel):
             msg = f"the label set fails its integrity check: {_describe(exc)}"
             raise ValueError(msg) from None
         for position, (item, content_sha256) in enumerate(zip(items, kept, strict=True), start=1):
-            if item.content_sha256 != content_sha256:
+            actual = _content_sha256(item)
+            if actual is None:
+                msg = f"item {position} holds a lone surrogate, which is not Unicode text"
+                raise ValueError(msg)
+            if actual != content_sha256:
                 msg = f"item {position} does not match its content_sha256: it was changed"
                 raise ValueError(msg)
         if label_set.sha256 != stored.sha256:
@@ -233,27 +280,41 @@ def _describe(exc: ValidationError) -> str:
     return ", ".join(dict.fromkeys(parts))
 
 
-def _loads_strict(data: bytes | str) -> object:
-    """Parse JSON refusing duplicate keys and non-finite numbers, with no size cap."""
+def _parse(data: bytes | str) -> object:
+    """The file's JSON value, or a `ValueError` with a fixed message and no chain.
 
-    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
-        result = dict(pairs)
-        if len(result) != len(pairs):
-            msg = "the label file is not strict JSON: a key is given twice"
-            raise ValueError(msg)
-        return result
-
-    def no_constant(_name: str) -> object:
-        msg = "the label file is not strict JSON: it holds NaN or Infinity"
-        raise ValueError(msg)
-
+    Each error is raised after its handler has ended, so the decoder's exception is
+    neither the cause nor the context: it holds the whole file.
+    """
+    if isinstance(data, str):
+        text: str | None = data
+    else:
+        if len(data) > MAX_LABEL_FILE_BYTES:
+            raise ValueError(_PARSE_FAILURES["too large"])
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = None
+    if text is None:
+        raise ValueError(_NOT_UTF8)
+    kind: str
     try:
-        return json.loads(data, object_pairs_hook=unique, parse_constant=no_constant)
-    except json.JSONDecodeError:
-        # Raised without the decode error, whose .doc holds the whole file.
-        pass
-    msg = "the label file is not JSON"
-    raise ValueError(msg)
+        return loads_strict(text, max_bytes=MAX_LABEL_FILE_BYTES)
+    except StrictJSONError as exc:
+        kind = exc.kind
+    raise ValueError(_PARSE_FAILURES.get(kind, _PARSE_FAILURES["not JSON"]))
+
+
+def _content_sha256(item: LabelledItem) -> str | None:
+    r"""The item's content hash, or None when its text cannot be written as UTF-8.
+
+    A ``"\ud800"`` escape parses to a lone surrogate, which UTF-8 cannot hold; the
+    ``UnicodeEncodeError`` hashing raises would carry the item's text in ``.object``.
+    """
+    try:
+        return item.content_sha256
+    except UnicodeEncodeError:
+        return None
 
 
 def _sha256(value: object) -> str:

@@ -13,6 +13,7 @@ import bisect
 import hashlib
 import re
 import string
+import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ _LABEL = re.compile(
     r"|([0-9]{1,4})[.)][ \t])",  # n. or n)
     re.MULTILINE | re.IGNORECASE,
 )
+# Characters that show nothing: controls and format characters (zero-width space...).
+_INVISIBLE = frozenset({"Cc", "Cf"})
 # Typographic quotes a judge may use where the text has straight ones.
 _QUOTES = str.maketrans(
     dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u2039\u203a\uff07", "'")
@@ -205,7 +208,7 @@ def is_blank(text: str) -> bool:
     stripped = text.strip()
     if not stripped or stripped[0].isprintable():  # the common cases, in C
         return not stripped
-    return not any(c.isprintable() and not c.isspace() for c in stripped)
+    return all(c.isspace() or unicodedata.category(c) in _INVISIBLE for c in stripped)
 
 
 def normalize_quoted(text: str) -> str:

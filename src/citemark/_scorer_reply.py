@@ -9,8 +9,12 @@ the judge supplies, because each unchecked one has been a way to a wrong result:
   before any numeric test; ``min(1.0, nan)`` is 1.0, so nothing is clamped either.
 - ``verdicts`` must be a list of objects, each with an ``occurrence`` that is an
   ``int`` and not a ``bool`` (``True == 1`` and ``1.0 == 1`` would both credit
-  occurrence 1), an ``outcome`` from the closed set, and only the fields that
-  outcome takes, each a string.
+  occurrence 1) naming an occurrence that was graded, an ``outcome`` from the
+  closed set, and only the fields that outcome takes, each a string when present.
+  A verdict for an occurrence nobody asked about answers a different question, so
+  it makes the reply invalid rather than being dropped while the row stays
+  assessed; an optional field given as ``null`` is a field that is not a string,
+  not an absent one (``dict.get`` cannot tell them apart, so presence is tested).
 - ``explanation`` is used only if it is a string; anything else leaves it out rather
   than putting a Python ``repr`` into a report.
 
@@ -110,9 +114,10 @@ def check_reply(
 
     Returns:
         The check. ``reason`` is, in order of precedence: `INVALID` (not strict JSON,
-        not an object, a bad score, or a malformed verdict), `CONTRADICTORY` (two
-        verdicts for one occurrence), `INCOMPLETE` (an occurrence without a verified
-        verdict) and `SCORE_CONTRADICTS` (a band the verified verdicts do not allow).
+        not an object, a bad score, a malformed verdict, or a verdict for an
+        occurrence that was not graded), `CONTRADICTORY` (two verdicts for one
+        occurrence), `INCOMPLETE` (an occurrence without a verified verdict) and
+        `SCORE_CONTRADICTS` (a band the verified verdicts do not allow).
     """
     try:
         value = loads_strict(strip_single_fence(reply))
@@ -132,7 +137,7 @@ def check_reply(
         problems.append("the reply has an unexpected field")
     explanation = value.get("explanation")
     score, rejected = _check_score(value.get("score", _MISSING), problems)
-    well_formed = _well_formed_verdicts(value.get("verdicts", _MISSING), problems)
+    well_formed = _well_formed_verdicts(value.get("verdicts", _MISSING), len(graded), problems)
     verdicts, discarded = _verify(well_formed, graded, blocks, response)
     explanation = explanation if isinstance(explanation, str) else None
 
@@ -177,7 +182,9 @@ def _check_score(raw: object, problems: list[str]) -> tuple[int | None, str | No
     return int(raw), None
 
 
-def _well_formed_verdicts(raw: object, problems: list[str]) -> list[dict[str, Any]]:
+def _well_formed_verdicts(
+    raw: object, occurrences: int, problems: list[str]
+) -> list[dict[str, Any]]:
     if raw is _MISSING:
         problems.append("the reply has no 'verdicts'")
         return []
@@ -186,7 +193,7 @@ def _well_formed_verdicts(raw: object, problems: list[str]) -> list[dict[str, An
         return []
     kept: list[dict[str, Any]] = []
     for number, item in enumerate(raw, start=1):
-        problem = _verdict_problem(item)
+        problem = _verdict_problem(item, occurrences)
         if problem is None:
             kept.append(item)
         else:
@@ -194,7 +201,7 @@ def _well_formed_verdicts(raw: object, problems: list[str]) -> list[dict[str, An
     return kept
 
 
-def _verdict_problem(item: object) -> str | None:
+def _verdict_problem(item: object, occurrences: int) -> str | None:
     if not isinstance(item, dict):
         return "is not an object"
     if set(item) - _VERDICT_FIELDS:
@@ -203,14 +210,19 @@ def _verdict_problem(item: object) -> str | None:
     # An int that is not a bool: True and 1.0 both equal 1.
     if isinstance(occurrence, bool) or not isinstance(occurrence, int):
         return "needs an integer 'occurrence'"
+    # A verdict for an occurrence that was not graded answers a question nobody
+    # asked; dropping it and grading the rest would keep a reply that ignored the
+    # list it was given.
+    if not 1 <= occurrence <= occurrences:
+        return f"names occurrence {_numbers([occurrence])}, which was not graded"
     outcome = item.get("outcome")
     if outcome not in _OUTCOMES or not isinstance(outcome, str):
         return "needs an 'outcome' of supported, misattributed or unsupported"
     for field in _OPTIONAL_TEXT:
-        field_value = item.get(field)
-        if field_value is None:
+        # Presence, not .get(): "field": null is a field that is not a string.
+        if field not in item:
             continue
-        if not isinstance(field_value, str):
+        if not isinstance(item[field], str):
             return f"has a '{field}' that is not a string"
         if field != "claim_span" and field not in _TAKES[outcome]:
             return f"has a '{field}', which a {outcome} verdict does not take"
@@ -234,10 +246,7 @@ def _verify(
     kept: list[dict[str, Any]] = []
     discarded: list[dict[str, Any]] = []
     for item in well_formed:
-        occurrence: int = item["occurrence"]
-        if not 1 <= occurrence <= len(graded):
-            discarded.append({"occurrence": occurrence, "why": "unknown_occurrence"})
-            continue
+        occurrence: int = item["occurrence"]  # in range: checked by _verdict_problem
         cited = graded[occurrence - 1]
         outcome: str = item["outcome"]
         record: dict[str, Any] = {"occurrence": occurrence, "cited": cited, "outcome": outcome}

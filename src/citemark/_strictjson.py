@@ -6,7 +6,8 @@ reply can say ``"faithful": false`` and then ``"faithful": true``), and ``NaN``,
 ``Infinity`` and ``-Infinity`` parse into floats no JSON standard allows. This module
 rejects all of them, and a reply over `MAX_TEXT_BYTES`, before any schema sees the
 value. It is deliberately generic: the faithfulness judge and the citation scorer
-both parse their replies here, then validate the shape themselves. A failure is a
+both parse their replies here, then validate the shape themselves, and a label set
+file is read here too (with its own, larger size cap). A failure is a
 `StrictJSONError` whose message and `StrictJSONError.kind` name the kind of failure
 only, never a character of the text, and which carries no chained exception (the
 standard library's ``JSONDecodeError`` keeps the whole document in ``.doc``).
@@ -63,11 +64,13 @@ class StrictJSONError(ValueError):
         return (type(self), (self.kind,))
 
 
-def check_size(text: str) -> None:
-    """Reject a text longer than `MAX_TEXT_BYTES` in UTF-8, before any work is done on it.
+def check_size(text: str, max_bytes: int = MAX_TEXT_BYTES) -> None:
+    """Reject a text longer than ``max_bytes`` in UTF-8, before any work is done on it.
 
     Args:
         text: The text about to be parsed.
+        max_bytes: The cap; `MAX_TEXT_BYTES` (a model reply) unless a caller with
+            larger documents, such as a label set, names its own.
 
     Raises:
         StrictJSONError: ``kind == "too large"``.
@@ -75,21 +78,22 @@ def check_size(text: str) -> None:
     # A character is at least one UTF-8 byte, so the length check alone settles most
     # oversized texts without encoding them; lone surrogates (which a str may hold)
     # are counted as the three bytes "surrogatepass" writes for them.
-    if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+    if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise StrictJSONError(_TOO_LARGE)
 
 
-def loads_strict(text: str) -> object:
+def loads_strict(text: str, *, max_bytes: int = MAX_TEXT_BYTES) -> object:
     """Parse ``text`` as JSON, refusing duplicate keys and non-finite numbers.
 
     Args:
         text: The whole text; surrounding whitespace is allowed, anything else is not.
+        max_bytes: The size cap `check_size` applies before parsing.
 
     Returns:
         The parsed value: a dict, list, str, int, float, bool or None.
 
     Raises:
-        StrictJSONError: the text is over `MAX_TEXT_BYTES` (checked before parsing),
+        StrictJSONError: the text is over ``max_bytes`` (checked before parsing),
             is not JSON, holds an object with a key given twice (at any depth), holds
             ``NaN``, ``Infinity``, ``-Infinity`` or a number too large for a finite
             float (``1e999``), or nests deeper than the parser's recursion allows.
@@ -107,7 +111,7 @@ def loads_strict(text: str) -> object:
         #> duplicate key
         ```
     """
-    check_size(text)
+    check_size(text, max_bytes)
     kind: str
     try:
         value = json.loads(
