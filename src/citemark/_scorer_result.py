@@ -104,6 +104,24 @@ class CitationScore(BaseModel):
     """Every finding, JSON-safe: the classified markers, the sentence coverage, and
     the judge's audit fields (see the scorer docs for the keys)."""
 
+    @property
+    def deterministic_passed(self) -> bool | None:
+        """The row's outcome on the checks made in code alone, whatever the judge said.
+
+        ``False`` when a finding made in code failed the row (a fabricated citation,
+        or sentence coverage below a minimum the caller asked for); ``True`` when at
+        least one citation resolved and nothing failed or stayed ambiguous; ``None``
+        when there is nothing to check (no resolved citation, an empty context) or an
+        ambiguous marker leaves the row partly resolved. This is what an adapter
+        reports as pass or fail: the judge's opinion never changes it.
+        """
+        details = self.details
+        if details.get("deterministic_failures"):
+            return False
+        if details.get("ambiguous_citations") or not details.get("resolved_citations"):
+            return None
+        return True
+
     @model_validator(mode="after")
     def _check_consistent(self, info: ValidationInfo) -> CitationScore:
         if self.assessed:

@@ -63,8 +63,7 @@ def make_citation_evaluator(
         #> Failed: the response cites a marker outside the 1 source it was given: 2.
         ```
     """
-    deterministic = CitationScorer()
-    advisory = CitationScorer(judge) if judge is not None else None
+    scorer = CitationScorer(judge)
 
     def evaluate(run: Any, example: Any) -> dict[str, Any]:
         outputs = _mapping(getattr(run, "outputs", None))
@@ -82,27 +81,20 @@ def make_citation_evaluator(
         question = inputs.get("question")
         question = question if isinstance(question, str) else ""
         sources = documents_to_sources(documents)
-        found = deterministic.score_sync(answer, sources, question)
-        score = _score(found)
-        if score == 1:
+        found = scorer.score_sync(answer, sources, question)
+        passed = found.deterministic_passed
+        if passed:
             resolved = len(found.details.get("resolved_citations", ()))
             comment = f"every marker names a given document ({resolved} resolved)"
-        elif score is None:
+            if judge is not None:
+                comment += "; " + _opinion(scorer, found)
+        elif passed is None:
             comment = f"unassessed ({found.reason}): {found.explanation}"
         else:
             comment = found.explanation
-        if advisory is not None and score == 1:
-            comment += "; " + _opinion(advisory, advisory.score_sync(answer, sources, question))
-        return {"key": KEY, "score": score, "comment": comment}
+        return {"key": KEY, "score": None if passed is None else int(passed), "comment": comment}
 
     return evaluate
-
-
-def _score(found: CitationScore) -> int | None:
-    """The deterministic finding: without a judge, only a fabrication is assessed."""
-    if found.assessed:
-        return 1 if found.passed else 0
-    return 1 if found.reason == "no_judge" else None
 
 
 def _opinion(scorer: CitationScorer, graded: CitationScore) -> str:

@@ -182,9 +182,9 @@ class TestAdvisoryJudge:
         )
 
     def test_a_malformed_reply_is_invalid(self):
-        """A reply that fails validation makes the row invalid, never a verdict."""
+        """A reply that fails validation makes the row invalid; passing stays deterministic."""
         result = evaluate(CitationEvaluator(judge=ScriptedChat(["YES"])))
-        assert (True, "invalid_judge_output", None) == (
+        assert (True, "invalid_judge_output", True) == (
             result.invalid_result,
             result.invalid_reason,
             result.passing,
@@ -243,7 +243,7 @@ class TestBatchEvalRunner:
         assert malformed == {row for row, r in by_row.items() if r.invalid_result}
         assert {"invalid_judge_output"} == {by_row[row].invalid_reason for row in malformed}
         assert fabricated == {row for row, r in by_row.items() if r.passing is False}
-        assert set(range(self.ROWS)) - malformed - fabricated == {
+        assert set(range(self.ROWS)) - fabricated == {
             row for row, r in by_row.items() if r.passing is True
         }
 

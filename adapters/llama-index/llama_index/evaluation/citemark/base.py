@@ -72,10 +72,11 @@ class CitationEvaluator(BaseEvaluator):
 
     ``passing`` is deterministic: ``False`` when a marker names no source (or, with a
     ``reader``, a cited span no longer re-reads from its document), ``True`` when
-    every citation resolves. It never depends on the judge. With a judge, its band
-    (0-3) and explanation are in ``feedback`` and ``details``; a judge reply that
-    fails validation makes the row invalid (``invalid_judge_output``) unless a
-    deterministic failure already decided it.
+    every citation resolves. It never depends on the judge: with a judge, its band
+    (0-3) and explanation are in ``feedback`` and ``details``. A judge call that
+    fails, or a reply that fails validation, makes the row ``invalid_result=True``
+    with the scorer's code (``judge_call_failed``, ``invalid_judge_output``, ...)
+    in ``invalid_reason``, while ``passing`` stays what the citation checks decided.
 
     ``invalid_result=True`` marks a row that could not be assessed, with one of the
     scorer's reason codes (``empty_context``, ``no_resolved_citations`` for an answer
@@ -198,24 +199,32 @@ class CitationEvaluator(BaseEvaluator):
             return _invalid("no_answer", query, answer, contexts)
         score = await self._scorer.score(answer, sources, query or "")
         details = dict(score.details)
-        if not score.assessed and score.reason != "no_judge":
+        # passing is the deterministic outcome alone: a judge that fails, or whose
+        # reply is unusable, changes the feedback, never passing or validity.
+        deterministic = score.deterministic_passed
+        if deterministic is None:
             return CitemarkEvaluationResult(
                 query=query,
                 response=answer,
                 contexts=contexts,
                 invalid_result=True,
-                invalid_reason=score.reason,
+                invalid_reason=score.reason or "no_resolved_citations",
                 feedback=score.explanation,
                 details=details,
             )
-        failures = [score.explanation] if details["deterministic_failures"] else []
+        failures = [] if deterministic else [score.explanation]
         if not failures:
             failures = self._verify(resolve(answer, sources).citations, details)
+        # A judge that failed or replied unusably makes the row invalid as a graded
+        # row (invalid_reason says why), while passing keeps the deterministic result.
+        judge_problem = None if score.assessed or score.reason == "no_judge" else score.reason
         return CitemarkEvaluationResult(
             query=query,
             response=answer,
             contexts=contexts,
             passing=not failures,
+            invalid_result=judge_problem is not None and not failures,
+            invalid_reason=judge_problem if not failures else None,
             feedback=" ".join(failures) or _passed(score, details),
             details=details,
         )
@@ -248,8 +257,10 @@ def _passed(score: CitationScore, details: dict[str, Any]) -> str:
     noun = "citation names a source" if count == 1 else "citations name sources"
     found = f"{count} {noun} the answer was given."
     judge = details.get("judge")
-    if not score.assessed or not isinstance(judge, dict):
+    if not isinstance(judge, dict):
         return f"{found} No judge was configured."
+    if not score.assessed:
+        return f"{found} The advisory judge gave no usable opinion ({score.reason})."
     opinion = (
         f"{found} Advisory judge {judge['provider']}/{judge['model']} "
         f"(prompt {str(judge['prompt_sha256'])[:12]}) gave band {details.get('raw_score')}/3"
