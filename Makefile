@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine with Python 3.11+ and make:
-#   make demo   set up .venv and run the main job on the bundled corpus
+#   make demo   set up .venv and run citemark check on the bundled example runs
 #   make test   set up .venv and run lint, types, docs and the full suite
 PYTHON ?= python3
 VENV := .venv
@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml adapters/langchain/pyproject.toml adapters/llama-index/
 	$(BIN)/python -m pip install --quiet $(PACKAGES) -r requirements-dev.txt
 	touch $(STAMP)
 
+# The main job: check the bundled recorded runs, print the summary, and write
+# results/demo/report.json, report.html and rows.jsonl (tests/test_examples.py runs
+# this same command line).
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/citemark check examples/data/example-runs.jsonl --out results/demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src adapters tests bench examples

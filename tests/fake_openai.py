@@ -17,6 +17,14 @@ from typing import Self
 Responder = Callable[[str], str]
 
 
+class _Server(ThreadingHTTPServer):
+    # Class attributes, because the constructor calls listen() with the backlog: set
+    # on an instance afterwards it has no effect, and the default backlog of 5 resets
+    # connections when a client opens 32 at once.
+    daemon_threads = True
+    request_queue_size = 128
+
+
 class FakeOpenAI:
     """Serve chat completions until the ``with`` block ends."""
 
@@ -64,9 +72,7 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        server.request_queue_size = 128
+        server = _Server(("127.0.0.1", 0), Handler)
         self._server = server
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return self

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 
 class TestExamples:
@@ -27,10 +32,10 @@ class TestExamples:
         assert capsys.readouterr().out.strip()
 
 
-class TestDemo:
-    def test_demo_resolves_rejects_and_abstains(self, capsys):
-        """The demo shows verified citations, a rejection and an abstention."""
-        path = next(p for p in EXAMPLES if p.name == "demo.py")
+class TestResolveRecordedRuns:
+    def test_resolves_rejects_and_abstains(self, capsys):
+        """The example shows verified citations, a rejection and an abstention."""
+        path = next(p for p in EXAMPLES if p.name == "resolve_recorded_runs.py")
         with pytest.raises(SystemExit):
             runpy.run_path(str(path), run_name="__main__")
         out = capsys.readouterr().out
@@ -39,3 +44,44 @@ class TestDemo:
         assert "marker [5] of 4" in out
         assert "abstained" in out
         assert "mismatch" not in out
+
+
+def demo_command() -> list[str]:
+    """The command line of the Makefile's demo recipe, split into words."""
+    lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+    start = lines.index("demo: $(STAMP)")
+    recipe = list(itertools.takewhile(lambda line: line.startswith("\t"), lines[start + 1 :]))
+    assert 1 == len(recipe)
+    return recipe[0].split()
+
+
+class TestDemo:
+    def test_make_demo_runs_citemark_check_on_the_bundled_runs(self):
+        """make demo's recipe is citemark check on examples/data/example-runs.jsonl."""
+        assert [
+            "$(BIN)/citemark",
+            "check",
+            "examples/data/example-runs.jsonl",
+            "--out",
+            "results/demo",
+        ] == demo_command()
+
+    def test_the_demo_command_prints_the_summary_and_writes_the_reports(self, tmp_path):
+        """The demo's command, run through the real entry point, summarizes and writes reports."""
+        _, *args = demo_command()
+        out = tmp_path / "demo"
+        args[args.index("--out") + 1] = str(out)
+        done = subprocess.run(
+            [sys.executable, "-m", "citemark", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert (0, "") == (done.returncode, done.stderr)
+        assert "citemark check: 16 rows of examples/data/example-runs.jsonl" in done.stdout
+        assert "deterministic violations │    3" in done.stdout
+        assert ["report.html", "report.json", "rows.jsonl"] == sorted(p.name for p in out.iterdir())
+        report = json.loads((out / "report.json").read_bytes())
+        assert (16, 3) == (report["check"]["rows"], report["check"]["failed"])

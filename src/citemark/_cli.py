@@ -1,15 +1,24 @@
-"""The ``citemark`` command line.
+"""The ``citemark`` command line: ``answer``, ``check``, ``echo`` and ``calibrate``.
 
 Exit codes are part of the interface and documented in ``docs/cli.md``:
 
-- 0: the command did its job (an abstention is a valid answer);
-- 1: a deterministic contract violation (the answer was rejected);
-- 2: a usage or configuration error (bad arguments, a missing folder, no endpoint);
-- 3: the model could not be reached or failed (a `ChatError`).
+- 0: the command did its job. A measurement is not a gate: ``check`` exits 0 whatever
+  the judge said, ``echo`` whatever the cases' outcomes, ``calibrate run`` whether or
+  not the threshold was met;
+- 1: a deterministic contract violation: ``answer`` rejected the answer, or ``check
+  --fail-on-violation`` found a row with a deterministic violation or a line it could
+  not read;
+- 2: a usage or configuration error (bad arguments, a missing file, no endpoint, an
+  input with no readable row, a refused registration);
+- 3: the model could not be reached or failed (a `ChatError`): ``answer``'s one call,
+  or every call of ``echo`` or ``calibrate run``. ``check`` never exits 3: its judge
+  is optional, and a failed judge call leaves that row un-assessed.
 
 Errors are printed as one line on standard error, never as a traceback, and carry
 structural facts only. ``--json`` prints one JSON object on standard output instead
-of text, for machines.
+of text, for machines. The work happens in plain functions elsewhere
+(`citemark._check.run_check`, `citemark.run_echo_check`, `citemark.register_threshold`,
+`citemark.run_calibration`); this module parses arguments and prints.
 """
 
 from __future__ import annotations
@@ -17,20 +26,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
 import httpx
+from pydantic import ValidationError
 
+from citemark._artifacts import DEFAULT_RESULTS_DIR
+from citemark._calibration import (
+    Metric,
+    Threshold,
+    register_threshold,
+    run_calibration,
+)
 from citemark._chat import OpenAIChat
+from citemark._check import DEFAULT_HTML_ROWS, NoRowsError, run_check
+from citemark._console import CheckProgress, print_calibration, print_check, print_echo
+from citemark._echo import ECHO_REPORT_NAME, run_echo_check
+from citemark._echo_plan import DEFAULT_ECHO_CASES
 from citemark._errors import ChatError, MarkerOutOfRangeError, SynthesisError
+from citemark._judge import FaithfulnessJudge
+from citemark._labelset import LabelSet
 from citemark._retrieval import BM25Retriever
+from citemark._scorer import CitationScorer
 from citemark._synthesis import Synthesizer
 from citemark._verify import FileReader, verify_citation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from citemark._calibration import CalibrationReport
+    from citemark._echo import EchoReport
 
 __all__ = ["EXIT_CHAT", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATION", "main"]
 
@@ -92,7 +121,146 @@ def _parser() -> argparse.ArgumentParser:
     _model_options(answer)
     answer.add_argument("--json", action="store_true", help="print one JSON object")
     answer.set_defaults(run=_answer)
+    _check_parser(commands)
+    _echo_parser(commands)
+    _calibrate_parser(commands)
     return parser
+
+
+def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    check = commands.add_parser(
+        "check",
+        help="check the citations of recorded pipeline outputs (JSONL), without a model",
+        description=(
+            "Read RUNS.jsonl line by line (rows with answer, optional question and id, "
+            "and sources or a labelled context), check every citation deterministically, "
+            "optionally ask an advisory judge, print a summary and write report.json, "
+            "report.html and rows.jsonl to --out. A verdict never changes the exit code."
+        ),
+    )
+    check.add_argument("runs", type=Path, metavar="RUNS.jsonl", help="recorded runs, one per line")
+    check.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_RESULTS_DIR,
+        metavar="DIR",
+        help=f"folder for the reports (default {DEFAULT_RESULTS_DIR}/)",
+    )
+    _judge_options(check, required=False)
+    check.add_argument(
+        "--concurrency",
+        type=int,
+        default=32,
+        metavar="N",
+        help="rows judged at once (default 32)",
+    )
+    check.add_argument(
+        "--fail-on-violation",
+        action="store_true",
+        help="exit 1 when a row has a deterministic violation or a line cannot be read",
+    )
+    check.add_argument(
+        "--min-sentence-coverage",
+        type=float,
+        metavar="SHARE",
+        help="fail rows whose share of cited sentences is below SHARE (0..1; default: report only)",
+    )
+    check.add_argument(
+        "--html-rows",
+        type=int,
+        default=DEFAULT_HTML_ROWS,
+        metavar="N",
+        help=f"rows shown in report.html at most, failures first (default {DEFAULT_HTML_ROWS})",
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.set_defaults(run=_check)
+
+
+def _echo_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    echo = commands.add_parser(
+        "echo",
+        help="run the planted-marker echo check against a model",
+        description=(
+            "Plant fresh markers in a synthetic corpus, ask the model (CITEMARK_BASE_URL, "
+            "CITEMARK_MODEL, CITEMARK_API_KEY) to answer with [n] citations, and report "
+            "per case whether it cited the right passage and whether it leaked a marker "
+            "it was never given. A measurement, not a gate: the outcomes do not set the "
+            "exit code."
+        ),
+    )
+    echo.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_RESULTS_DIR,
+        metavar="DIR",
+        help=f"folder for {ECHO_REPORT_NAME} (default {DEFAULT_RESULTS_DIR}/)",
+    )
+    echo.add_argument(
+        "--seed", type=int, metavar="N", help="reproduce a corpus (default: fresh markers)"
+    )
+    echo.add_argument(
+        "--cases",
+        type=int,
+        default=len(DEFAULT_ECHO_CASES),
+        metavar="N",
+        help=f"how many cases (default {len(DEFAULT_ECHO_CASES)})",
+    )
+    _model_options(echo)
+    echo.add_argument("--json", action="store_true", help="print one JSON object")
+    echo.set_defaults(run=_echo)
+
+
+def _calibrate_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="register a threshold, then measure a judge against human labels",
+        description="Calibration of the faithfulness judge: register first, then run.",
+    )
+    actions = calibrate.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=_Parser
+    )
+    register = actions.add_parser(
+        "register",
+        help="register the agreement threshold for a label set, before any measurement",
+        description=(
+            "Write the threshold, with the label set's hash and the time, to its own file. "
+            "Refused once a measurement of the same label set exists beside it."
+        ),
+    )
+    register.add_argument("labels", type=Path, metavar="LABELS.json", help="the label set")
+    register.add_argument(
+        "--threshold",
+        action="append",
+        required=True,
+        metavar="METRIC=MIN",
+        help=f"a registered minimum, repeatable; METRIC is one of {', '.join(get_args(Metric))}",
+    )
+    register.add_argument(
+        "--out", type=Path, required=True, metavar="REG.json", help="the registration file"
+    )
+    register.add_argument("--json", action="store_true", help="print one JSON object")
+    register.set_defaults(run=_register)
+
+    run = actions.add_parser(
+        "run",
+        help="measure the judge against the labels, under a registration",
+        description=(
+            "Ask the judge once per labelled item, compute agreement with plain code and "
+            "write the measurement beside the registration. A report, never a gate: "
+            "meeting the threshold or not does not change the exit code."
+        ),
+    )
+    run.add_argument("labels", type=Path, metavar="LABELS.json", help="the label set")
+    run.add_argument(
+        "--registration",
+        type=Path,
+        required=True,
+        metavar="REG.json",
+        help="the file calibrate register wrote",
+    )
+    _judge_options(run, required=True)
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.set_defaults(run=_calibrate_run)
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +274,26 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=120.0,
         help="seconds to wait for the model's reply (default 120; connecting waits 5)",
+    )
+
+
+def _judge_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    needs = " (CITEMARK_MODEL)" if required else " (no judge unless given)"
+    parser.add_argument("--judge-model", metavar="NAME", help=f"the judge's model name{needs}")
+    parser.add_argument(
+        "--judge-base-url",
+        metavar="URL",
+        help="the judge's OpenAI-compatible base URL (CITEMARK_BASE_URL)",
+    )
+    parser.add_argument(
+        "--judge-api-key", metavar="KEY", help="the judge's API key (prefer CITEMARK_API_KEY)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="seconds to wait for each reply (default 120; connecting waits 5)",
     )
 
 
@@ -161,6 +349,242 @@ def _answer(args: argparse.Namespace) -> int:
         c = check.citation
         out.write(f"[{c.marker}] {c.doc_id} {c.chunk_id or ''} {c.start}-{c.end} {check.outcome}\n")
     return EXIT_OK
+
+
+def _judge_chat(args: argparse.Namespace, *, required: bool) -> OpenAIChat | None:
+    if not required and args.judge_model is None:
+        if args.judge_base_url is not None or args.judge_api_key is not None:
+            msg = "--judge-base-url and --judge-api-key need --judge-model"
+            raise _UsageError(msg)
+        return None
+    try:
+        timeout = httpx.Timeout(connect=5.0, read=args.timeout, write=30.0, pool=10.0)
+        return OpenAIChat(
+            args.judge_base_url, args.judge_model, args.judge_api_key, timeout=timeout
+        )
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _check(args: argparse.Namespace) -> int:
+    runs: Path = args.runs
+    if not runs.is_file():
+        msg = "RUNS.jsonl must name an existing file"
+        raise _UsageError(msg)
+    if args.concurrency < 1:
+        msg = "--concurrency must be at least 1"
+        raise _UsageError(msg)
+    if args.html_rows < 0:
+        msg = "--html-rows must be 0 or more"
+        raise _UsageError(msg)
+    coverage = args.min_sentence_coverage
+    if coverage is not None and not (math.isfinite(coverage) and 0 <= coverage <= 1):
+        msg = "--min-sentence-coverage must be a number in 0..1"
+        raise _UsageError(msg)
+    judge = _judge_chat(args, required=False)
+    scorer = CitationScorer(judge, min_sentence_coverage=coverage)
+    config: dict[str, Any] = {
+        "command": "check",
+        "input": str(runs),
+        "out": str(args.out),
+        "judge_model": args.judge_model,
+        "judge_base_url": _public_url(args.judge_base_url) if judge is not None else None,
+        "concurrency": args.concurrency,
+        "fail_on_violation": args.fail_on_violation,
+        "min_sentence_coverage": coverage,
+        "html_rows": args.html_rows,
+        "threshold": scorer.threshold,
+    }
+    with CheckProgress(enabled=sys.stderr.isatty()) as progress:
+        try:
+            result = run_check(
+                runs,
+                args.out,
+                scorer,
+                concurrency=args.concurrency,
+                html_rows=args.html_rows,
+                config=config,
+                progress=progress,
+            )
+        except NoRowsError as exc:
+            raise _UsageError(str(exc)) from None
+        except OSError as exc:
+            msg = f"cannot read the input or write to --out: {exc.strerror or type(exc).__name__}"
+            raise _UsageError(msg) from None
+    summary = result.summary
+    failing = summary.deterministic_failures + summary.malformed
+    code = EXIT_VIOLATION if args.fail_on_violation and failing else EXIT_OK
+    if args.json:
+        _print_json(
+            {
+                "exit_code": code,
+                "input": str(runs),
+                "input_sha256": result.report.input_sha256,
+                "check": summary.model_dump(mode="json"),
+                "files": {
+                    "report": str(result.report_path),
+                    "html": str(result.html_path),
+                    "rows": str(result.rows_path),
+                },
+            }
+        )
+        return code
+    print_check(result, runs)
+    return code
+
+
+def _public_url(url: str | None) -> str | None:
+    """The judge's base URL as configured, without any user:password part, for a report."""
+    url = url or os.environ.get("CITEMARK_BASE_URL")
+    return None if url is None else str(httpx.URL(url).copy_with(userinfo=b""))
+
+
+def _echo(args: argparse.Namespace) -> int:
+    if args.cases < 1:
+        msg = "--cases must be at least 1"
+        raise _UsageError(msg)
+    chat = _chat(args)
+
+    async def measure() -> EchoReport:
+        async with chat:
+            return await run_echo_check(
+                Synthesizer(chat), cases=args.cases, seed=args.seed, out_dir=args.out
+            )
+
+    try:
+        report = asyncio.run(measure())
+    except OSError as exc:
+        msg = f"cannot write to --out: {exc.strerror or type(exc).__name__}"
+        raise _UsageError(msg) from None
+    path = Path(args.out) / ECHO_REPORT_NAME
+    counts = report.counts
+    unreachable = counts["call_failed"] == len(report.cases)
+    code = EXIT_CHAT if unreachable else EXIT_OK
+    if args.json:
+        _print_json(
+            {
+                "exit_code": code,
+                "report": str(path),
+                "passed": report.passed,
+                "counts": counts,
+                "cases": [
+                    case.model_dump(mode="json", exclude={"question", "answer"})
+                    for case in report.cases
+                ],
+            }
+        )
+        return code
+    print_echo(report, path)
+    if unreachable:
+        _fail(args, f"every echo case failed to reach the model ({len(report.cases)} calls)", code)
+    return code
+
+
+def _register(args: argparse.Namespace) -> int:
+    labels = _read_labels(args.labels)
+    minimums: dict[str, float] = {}
+    metrics = get_args(Metric)
+    for item in args.threshold:
+        metric, sep, value = item.partition("=")
+        if not sep or metric not in metrics:
+            msg = f"--threshold must be METRIC=MIN with METRIC one of {', '.join(metrics)}"
+            raise _UsageError(msg)
+        try:
+            minimums[metric] = float(value)
+        except ValueError:
+            msg = f"--threshold {metric}= must be a number"
+            raise _UsageError(msg) from None
+    try:
+        threshold = Threshold.model_validate(minimums)
+    except ValidationError as exc:
+        problems = "; ".join(
+            error["msg"].removeprefix("Value error, ")
+            for error in exc.errors(include_url=False, include_input=False)
+        )
+        msg = f"the threshold is not valid: {problems}"
+        raise _UsageError(msg) from None
+    try:
+        registration = register_threshold(labels, threshold, args.out)
+    except ValueError as exc:
+        msg = f"registration refused: {exc}"
+        raise _UsageError(msg) from None
+    except OSError as exc:
+        msg = f"cannot write the registration: {exc.strerror or type(exc).__name__}"
+        raise _UsageError(msg) from None
+    if args.json:
+        _print_json({"registration": str(args.out), **registration.model_dump(mode="json")})
+        return EXIT_OK
+    minimum = ", ".join(
+        f"{metric} >= {value:g}" for metric, value in registration.threshold.minimums().items()
+    )
+    sys.stdout.write(
+        f"registered {minimum} for label set {registration.label_set_sha256[:12]} "
+        f"({len(labels.items)} items) in {args.out}\n"
+    )
+    return EXIT_OK
+
+
+def _calibrate_run(args: argparse.Namespace) -> int:
+    labels = _read_labels(args.labels)
+    registration: Path = args.registration
+    if not registration.is_file():
+        msg = "--registration must name an existing file"
+        raise _UsageError(msg)
+    chat = _judge_chat(args, required=True)
+    assert chat is not None  # noqa: S101 - required=True always builds one
+    judge = FaithfulnessJudge(chat)
+
+    async def measure() -> CalibrationReport:
+        async with chat:
+            return await run_calibration(labels, judge, registration)
+
+    try:
+        report = asyncio.run(measure())
+    except ValidationError:
+        msg = "the registration file does not fit its schema"
+        raise _UsageError(msg) from None
+    except ValueError as exc:
+        msg = f"calibration refused: {exc}"
+        raise _UsageError(msg) from None
+    except OSError as exc:
+        msg = f"cannot read the registration: {exc.strerror or type(exc).__name__}"
+        raise _UsageError(msg) from None
+    failed_calls = sum(1 for item in report.unusable if item.error == "ChatError")
+    code = EXIT_CHAT if report.items and failed_calls == report.items else EXIT_OK
+    measurement = _measurement_file(registration, report)
+    if args.json:
+        _print_json(
+            {
+                "exit_code": code,
+                "measurement": str(measurement) if measurement else None,
+                **report.model_dump(mode="json"),
+            }
+        )
+        return code
+    print_calibration(report, measurement)
+    if code == EXIT_CHAT:
+        _fail(args, f"every judge call failed ({failed_calls} items)", code)
+    return code
+
+
+def _read_labels(path: Path) -> LabelSet:
+    if not path.is_file():
+        msg = "LABELS.json must name an existing file"
+        raise _UsageError(msg)
+    try:
+        return LabelSet.read(path)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    except OSError as exc:
+        msg = f"cannot read the label set: {exc.strerror or type(exc).__name__}"
+        raise _UsageError(msg) from None
+
+
+def _measurement_file(registration: Path, report: CalibrationReport) -> Path | None:
+    """The file `run_calibration` wrote beside the registration for this report."""
+    stamp = report.measured_at.strftime("%Y%m%dT%H%M%S%fZ")
+    found = sorted(registration.parent.glob(f"{registration.stem}.measurement-{stamp}*.json"))
+    return found[-1] if found else None
 
 
 def _fail(args: argparse.Namespace, message: str, code: int, **facts: int) -> int:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckSummary",
     "EvalReport",
+    "MalformedLine",
     "SynthesisReport",
     "VerdictCounts",
     "run_synthesis",
@@ -120,12 +121,29 @@ class SynthesisReport(BaseModel):
     """The judge's verdicts on answered and abstained rows; ``None`` without a judge."""
 
 
+class MalformedLine(BaseModel):
+    """An input line that could not be read as a row, and why, in structural terms.
+
+    The reason names what was wrong (``not valid JSON``, ``answer must be a string``)
+    and never quotes the line: recorded outputs are untrusted text.
+    """
+
+    model_config = _CONFIG
+
+    line: int
+    """The line's 1-based number in the input file."""
+
+    reason: str
+    """What was wrong with it, without quoting it."""
+
+
 class CheckSummary(BaseModel):
     """Counts from a deterministic check of recorded pipeline outputs.
 
-    A place for ``citemark check`` to record its summary; fields follow
-    `citemark.coverage_report`. A passed row is one that was assessed and met the
-    threshold, never one the judge merely liked.
+    What ``citemark check`` records; fields follow `citemark.coverage_report`. A
+    passed row is one that was assessed and met the threshold, never one the judge
+    merely liked. A malformed input line is not a row: it is counted apart, with its
+    line number, and the rows around it are still checked.
     """
 
     model_config = _CONFIG
@@ -143,13 +161,28 @@ class CheckSummary(BaseModel):
     """Rows that could not be assessed."""
 
     deterministic_failures: int = 0
-    """Failed rows whose failure was found in code (a fabricated citation)."""
+    """Failed rows whose failure was found in code: a fabricated citation, or
+    sentence coverage below a minimum the caller set."""
 
     reasons: dict[str, int] = Field(default_factory=dict)
     """Un-assessed rows per stable reason code."""
 
     judge: ModelIdentity | None = None
     """The advisory judge and its prompt hash; ``None`` when none ran."""
+
+    malformed: int = 0
+    """Input lines that could not be read as a row; they are not counted in ``rows``."""
+
+    malformed_lines: tuple[MalformedLine, ...] = ()
+    """The first malformed lines (at most 100), each with its line number and reason."""
+
+    citations: dict[str, int] = Field(default_factory=dict)
+    """Marker occurrences over all rows, by class: ``resolved``, ``fabricated``,
+    ``ambiguous`` and ``ignored``."""
+
+    files: dict[str, Sha256] = Field(default_factory=dict)
+    """The files written beside the report (e.g. ``rows.jsonl``, ``report.html``),
+    each with the SHA-256 of its bytes, so a reader can tell they belong together."""
 
 
 class EvalReport(BaseModel):

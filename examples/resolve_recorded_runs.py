@@ -1,4 +1,4 @@
-"""The main job of `make demo`: retrieve, render, resolve and verify, with no model.
+"""Retrieve, render, resolve and verify recorded answers, with no model.
 
 First, BM25 over the bundled license corpus retrieves four chunks for a question
 and renders them as the numbered list a model would see. Then, for each recorded
@@ -6,6 +6,10 @@ pipeline run in examples/data/example-runs.jsonl that has integer-marker sources
 the recorded answer is resolved against the list that model was shown, and every
 citation is verified by re-reading the license file it points into. The last column
 says whether citemark's own BM25 retrieves the same four spans in the same order.
+
+`make demo` checks the same runs with `citemark check`, which grades every row
+(labelled contexts too) and writes report.json and report.html; this example shows
+the library calls underneath, resolution and verification, one row at a time.
 """
 
 from __future__ import annotations

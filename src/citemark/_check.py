@@ -1,0 +1,446 @@
+"""``citemark check``: score recorded pipeline outputs from a JSONL file, in constant memory.
+
+The input is read one line at a time, never whole: each line's bytes go into the
+SHA-256 of the input as they are read, the line is parsed, and rows are scored in
+bounded chunks by `citemark.CitationScorer.score_many`. What is kept between chunks
+does not grow with the input: the counts, the first malformed lines, and at most
+``html_rows`` rendered rows for the page (failed rows first, then un-assessed rows
+with a reason other than ``no_judge``, then the rest, each in input order). Every
+row's full result is streamed to ``rows.jsonl`` as it is scored.
+
+Lines are read as rows by ``citemark._runs.parse_row``. A line that is not a row is
+*malformed*: it is recorded with its line number and a structural reason (never its
+text or its keys, which are untrusted), and the other rows are still scored.
+
+Nothing is half-written. ``rows.jsonl`` is streamed to a hidden temporary file in the
+output folder and renamed into place at the end; ``report.html`` and then
+``report.json`` are written with `citemark.write_report_atomically`, in that order, so
+``report.json`` appears last and records the SHA-256 of the other two. A process
+killed at any moment leaves the previous files, or none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple
+
+from citemark._artifacts import ModelIdentity, citemark_version, utc_now, write_report_atomically
+from citemark._html import OUTCOMES, outcome_of, render_report, render_row
+from citemark._reports import CheckSummary, EvalReport, MalformedLine
+from citemark._runs import CheckRow, parse_row
+from citemark._scorer import CitationScorer, ScoreRow, coverage_report
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from types import TracebackType
+    from typing import Self
+
+    from pydantic import JsonValue
+
+    from citemark._scorer import CitationScore
+
+__all__ = [
+    "DEFAULT_HTML_ROWS",
+    "HTML_NAME",
+    "MAX_MALFORMED_LISTED",
+    "REPORT_NAME",
+    "ROWS_NAME",
+    "CheckResult",
+    "NoRowsError",
+    "is_violation",
+    "run_check",
+]
+
+REPORT_NAME: Final = "report.json"
+HTML_NAME: Final = "report.html"
+ROWS_NAME: Final = "rows.jsonl"
+DEFAULT_HTML_ROWS: Final = 500
+"""How many rows ``report.html`` shows at most."""
+MAX_MALFORMED_LISTED: Final = 100
+"""How many malformed lines the summary lists by number; all are counted."""
+
+# Rows are scored in chunks: big enough to keep every judge worker busy most of the
+# time, small enough that a chunk's rows and scores are a constant amount of memory.
+_MIN_CHUNK: Final = 512
+_CHUNK_PER_WORKER: Final = 16
+_REPORT_MODE: Final = 0o644
+
+
+class CheckResult(NamedTuple):
+    """What a check produced: the report and where its files are."""
+
+    report: EvalReport
+    """The report, as written to ``report.json``; its ``check`` section is set."""
+    report_path: Path
+    """``report.json``."""
+    html_path: Path
+    """``report.html``."""
+    rows_path: Path
+    """``rows.jsonl``: one result per input line, malformed lines included."""
+    shown: int
+    """How many rows ``report.html`` shows."""
+
+    @property
+    def summary(self) -> CheckSummary:
+        """The report's check section."""
+        assert self.report.check is not None  # noqa: S101 - run_check always sets it
+        return self.report.check
+
+    @property
+    def violations(self) -> int:
+        """Rows failed on a deterministic finding (see `is_violation`)."""
+        return self.summary.deterministic_failures
+
+
+class NoRowsError(ValueError):
+    """Raised when the input holds no readable row; nothing is written then."""
+
+
+def is_violation(score: CitationScore) -> bool:
+    """Whether a score is a deterministic violation: what ``--fail-on-violation`` gates on.
+
+    That is a row the scorer failed on a finding made in code, which it lists in
+    ``details["deterministic_failures"]``: a fabricated citation (an integer marker
+    outside ``1..N``, ``[0]`` included, or a label-shaped marker naming no block), or
+    sentence coverage below a minimum the caller set. A judge's verdict never is one.
+    """
+    return bool(score.assessed and not score.passed and score.details.get("deterministic_failures"))
+
+
+def run_check(  # noqa: PLR0913 - the options of the command, each with a default
+    path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    scorer: CitationScorer,
+    *,
+    concurrency: int = 32,
+    html_rows: int = DEFAULT_HTML_ROWS,
+    config: Mapping[str, JsonValue] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> CheckResult:
+    """Check every row of a JSONL file; write ``rows.jsonl``, ``report.html``, ``report.json``.
+
+    The file is read here, synchronously; each chunk of rows is scored on one
+    event loop kept for the whole run (an `asyncio.Runner`), so a judge's HTTP
+    connections are reused from chunk to chunk and closed at the end.
+
+    Args:
+        path: The input file, one JSON object per line.
+        out_dir: The folder the three files are written to (created if missing).
+        scorer: The scorer; its judge, if any, is advisory.
+        concurrency: How many rows the scorer grades at once.
+        html_rows: How many rows ``report.html`` shows at most (0 for none).
+        config: The run's configuration, recorded in the report as given.
+        progress: Called after each chunk with bytes read, total bytes and rows read.
+
+    Returns:
+        The report and the paths of the files.
+
+    Raises:
+        NoRowsError: no line of the input is a readable row; nothing is written.
+        OSError: the input cannot be read or the output folder cannot be written.
+    """
+    source = Path(path)
+    out = Path(out_dir)
+    created_at = utc_now()
+    digest = hashlib.sha256()
+    tally = _Tally()
+    showcase = _Showcase(html_rows)
+    chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
+    with source.open("rb") as handle, asyncio.Runner() as runner:
+        total = os.fstat(handle.fileno()).st_size
+        out.mkdir(parents=True, exist_ok=True)
+        with _StreamedFile(out / ROWS_NAME) as rows_out:
+            chunk: list[CheckRow | MalformedLine] = []
+            done = 0
+            for number, raw in enumerate(handle, start=1):
+                digest.update(raw)
+                done += len(raw)
+                parsed = parse_row(number, raw)
+                if parsed is None:
+                    continue
+                chunk.append(parsed)
+                if len(chunk) >= chunk_size:
+                    _score_chunk(chunk, scorer, runner, concurrency, tally, showcase, rows_out)
+                    chunk = []
+                    if progress is not None:
+                        progress(done, total, tally.rows + tally.malformed)
+            _score_chunk(chunk, scorer, runner, concurrency, tally, showcase, rows_out)
+            if progress is not None:
+                progress(done, total, tally.rows + tally.malformed)
+            if tally.rows == 0:
+                msg = (
+                    "the input holds no readable row"
+                    if tally.malformed == 0
+                    else f"no line of the input is a readable row ({tally.malformed} malformed)"
+                )
+                raise NoRowsError(msg)
+            rows_sha256 = rows_out.commit()
+    judge = scorer.judge
+    identity = (
+        None
+        if judge is None
+        else ModelIdentity(
+            provider=judge.provider, model=judge.model_name, prompt_sha256=scorer.prompt_sha256
+        )
+    )
+    summary = tally.summary(identity)
+    input_sha256 = digest.hexdigest()
+    page = render_report(
+        summary=summary,
+        rows=showcase.fragments(),
+        shown=showcase.shown(),
+        strip=showcase.strip(),
+        input_name=os.fspath(path),
+        input_sha256=input_sha256,
+        created_at=created_at,
+        version=citemark_version(),
+    )
+    page_bytes = page.encode("utf-8")
+    html_path = write_report_atomically(out / HTML_NAME, page_bytes)
+    summary = summary.model_copy(
+        update={
+            "files": {
+                ROWS_NAME: rows_sha256,
+                HTML_NAME: hashlib.sha256(page_bytes).hexdigest(),
+            }
+        }
+    )
+    report = EvalReport(
+        created_at=created_at,
+        config=dict(config or {}),
+        input_sha256=input_sha256,
+        check=summary,
+    )
+    report_path = write_report_atomically(out / REPORT_NAME, report)
+    return CheckResult(report, report_path, html_path, out / ROWS_NAME, showcase.count)
+
+
+def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed explicitly
+    chunk: Sequence[CheckRow | MalformedLine],
+    scorer: CitationScorer,
+    runner: asyncio.Runner,
+    concurrency: int,
+    tally: _Tally,
+    showcase: _Showcase,
+    rows_out: _StreamedFile,
+) -> None:
+    rows = [item for item in chunk if isinstance(item, CheckRow)]
+    results = (
+        runner.run(
+            scorer.score_many(
+                (ScoreRow(row.answer, row.sources, row.question) for row in rows),
+                concurrency=concurrency,
+            )
+        )
+        if rows
+        else []
+    )
+    tally.add_scores(results)
+    scores = iter(results)
+    for item in chunk:
+        if isinstance(item, MalformedLine):
+            tally.add_malformed(item)
+            record: dict[str, Any] = {
+                "line": item.line,
+                "outcome": "malformed",
+                "error": item.reason,
+            }
+        else:
+            score = next(scores)
+            record = {
+                "line": item.line,
+                "id": item.id,
+                "outcome": outcome_of(score.assessed, score.passed),
+                "assessed": score.assessed,
+                "passed": score.passed,
+                "score": score.score,
+                "reason": score.reason,
+                "explanation": score.explanation,
+                "details": score.details,
+            }
+            showcase.offer(item, score, scorer)
+        rows_out.write(json.dumps(record, allow_nan=False).encode("ascii") + b"\n")
+
+
+class _Tally:
+    """The run's counts: everything the summary needs, in constant memory."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.outcomes = dict.fromkeys(("passed", "failed", "unassessed"), 0)
+        self.reasons: dict[str, int] = {}
+        self.citations: dict[str, int] = {}
+        self.deterministic = 0
+        self.malformed = 0
+        self.malformed_lines: list[MalformedLine] = []
+
+    def add_scores(self, scores: list[CitationScore]) -> None:
+        # coverage_report is the scorer's own count; summing its chunk reports keeps
+        # the two from drifting apart.
+        if not scores:
+            return
+        report = coverage_report(scores)
+        self.rows += report["rows"]
+        for key, value in report["outcomes"].items():
+            self.outcomes[key] += value
+        for code, entry in report["reasons"].items():
+            self.reasons[code] = self.reasons.get(code, 0) + entry["count"]
+        for kind, value in report["citations"].items():
+            self.citations[kind] = self.citations.get(kind, 0) + value
+        self.deterministic += sum(1 for score in scores if is_violation(score))
+
+    def add_malformed(self, item: MalformedLine) -> None:
+        self.malformed += 1
+        if len(self.malformed_lines) < MAX_MALFORMED_LISTED:
+            self.malformed_lines.append(item)
+
+    def summary(self, judge: ModelIdentity | None) -> CheckSummary:
+        return CheckSummary(
+            rows=self.rows,
+            passed=self.outcomes["passed"],
+            failed=self.outcomes["failed"],
+            unassessed=self.outcomes["unassessed"],
+            deterministic_failures=self.deterministic,
+            reasons=dict(sorted(self.reasons.items(), key=lambda item: (-item[1], item[0]))),
+            judge=judge,
+            malformed=self.malformed,
+            malformed_lines=tuple(self.malformed_lines),
+            citations=self.citations,
+        )
+
+
+class _Showcase:
+    """The rows the page shows: at most ``limit``, the most telling first.
+
+    Rows fall in three tiers: failed; un-assessed for a reason other than
+    ``no_judge``; everything else. A row enters while there is room; when the page is
+    full, a row of a better tier displaces the latest row of the worst tier below it,
+    so each tier keeps its earliest rows. Only kept rows are rendered.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 0)
+        self.tiers: tuple[list[tuple[int, str, str]], ...] = ([], [], [])
+        self.count = 0
+
+    def offer(self, row: CheckRow, score: CitationScore, scorer: CitationScorer) -> None:
+        tier = _tier(score)
+        if self.count >= self.limit:
+            worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
+            if worse is None:
+                return
+            self.tiers[worse].pop()
+            self.count -= 1
+        fragment = render_row(
+            line=row.line,
+            row_id=row.id,
+            question=row.question,
+            answer=row.answer,
+            sources=row.sources,
+            assessed=score.assessed,
+            passed=score.passed,
+            score=score.score,
+            reason=score.reason,
+            explanation=score.explanation,
+            details=score.details,
+            label_pattern=scorer.label_pattern,
+            citation_pattern=scorer.citation_pattern,
+        )
+        outcome = outcome_of(score.assessed, score.passed)
+        self.tiers[tier].append((row.line, outcome, fragment))
+        self.count += 1
+
+    def fragments(self) -> list[str]:
+        """The kept rows' fragments: failed rows first, then by tier, each in input order."""
+        return [fragment for tier in self.tiers for _, _, fragment in tier]
+
+    def strip(self) -> list[tuple[int, str]]:
+        """``(line, outcome)`` of the kept rows, in input order."""
+        return sorted((line, outcome) for tier in self.tiers for line, outcome, _ in tier)
+
+    def shown(self) -> dict[str, int]:
+        counts = dict.fromkeys(OUTCOMES, 0)
+        for tier in self.tiers:
+            for _, outcome, _ in tier:
+                counts[outcome] += 1
+        return counts
+
+
+def _tier(score: CitationScore) -> int:
+    if score.assessed and not score.passed:
+        return 0
+    if not score.assessed and score.reason != "no_judge":
+        return 1
+    return 2
+
+
+class _StreamedFile:
+    """A file written in pieces that appears whole, or not at all.
+
+    The bytes go to a hidden temporary file beside the destination; `commit` flushes,
+    fsyncs and renames it over the destination (atomic, as in
+    `citemark.write_report_atomically`). Leaving the ``with`` block without a commit
+    removes the temporary file; a killed process leaves it behind, hidden, and the
+    destination untouched.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._digest = hashlib.sha256()
+        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        self._temporary = Path(name)
+        self._handle: IO[bytes] = os.fdopen(descriptor, "wb")
+        self._committed = False
+
+    def write(self, data: bytes) -> None:
+        self._digest.update(data)
+        self._handle.write(data)
+
+    def commit(self) -> str:
+        """Make the file appear at its destination; return the SHA-256 of its bytes."""
+        try:
+            mode = self.path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = _REPORT_MODE
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        self._temporary.chmod(mode)
+        self._temporary.replace(self.path)
+        self._committed = True
+        _fsync_folder(self.path.parent)
+        return self._digest.hexdigest()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._committed:
+            self._handle.close()
+            with contextlib.suppress(FileNotFoundError):
+                self._temporary.unlink()
+
+
+def _fsync_folder(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

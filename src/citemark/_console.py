@@ -1,0 +1,170 @@
+"""What the command line shows people: rich tables on standard output, a progress bar on error.
+
+Machines get ``--json`` instead (see ``citemark._cli``). Tables are built from counts,
+outcomes, identities and paths; the only untrusted text here is the input's own file
+name and the labels of an echo case's citations, which are citemark's own. Data cells
+are `rich.text.Text`, never markup, so a bracket in a value is printed as it is.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Final
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from citemark._calibration import CalibrationReport
+    from citemark._check import CheckResult
+    from citemark._echo import EchoReport
+
+__all__ = ["CheckProgress", "print_calibration", "print_check", "print_echo"]
+
+# How many malformed lines are named on standard error; the rest are counted.
+_WARNED_LINES: Final = 20
+
+
+class CheckProgress:
+    """A progress bar for ``check`` on standard error, or nothing when that is not a terminal.
+
+    Used as ``with CheckProgress(enabled=...) as update``, where ``update`` is
+    ``None`` or a callable of bytes read, total bytes and rows read.
+    """
+
+    def __init__(self, *, enabled: bool) -> None:
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        if enabled:
+            self._bar = Progress(
+                TextColumn("checking"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[rows]} rows"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._task = self._bar.add_task("check", rows=0)
+
+    def __enter__(self) -> Callable[[int, int, int], None] | None:
+        bar, task = self._bar, self._task
+        if bar is None or task is None:
+            return None
+        bar.start()
+
+        def update(done: int, total: int, rows: int) -> None:
+            bar.update(task, completed=done, total=total, rows=rows)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def print_check(result: CheckResult, runs: Path) -> None:
+    """Print the summary of a check: malformed lines on standard error, a table on output."""
+    summary = result.summary
+    for bad in summary.malformed_lines[:_WARNED_LINES]:
+        sys.stderr.write(f"citemark: warning: line {bad.line}: {bad.reason}\n")
+    if summary.malformed > _WARNED_LINES:
+        more = summary.malformed - _WARNED_LINES
+        sys.stderr.write(f"citemark: warning: {more} more malformed lines (see rows.jsonl)\n")
+    console = Console(highlight=False)
+    console.print(Text(f"citemark check: {summary.rows} rows of {runs}", style="bold"))
+    table = Table()
+    table.add_column("outcome")
+    table.add_column("rows", justify="right")
+    table.add_row(Text("passed", style="green"), str(summary.passed))
+    table.add_row(Text("failed", style="red"), str(summary.failed))
+    table.add_row("  deterministic violations", str(summary.deterministic_failures))
+    table.add_row(Text("un-assessed", style="yellow"), str(summary.unassessed))
+    for code, count in summary.reasons.items():
+        table.add_row(Text(f"  {code}"), str(count))
+    table.add_row("malformed lines", str(summary.malformed))
+    console.print(table)
+    citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
+    console.print(Text(f"citations: {citations}"))
+    judge = summary.judge
+    console.print(
+        Text(
+            "judge: none (deterministic findings only)"
+            if judge is None
+            else f"judge (advisory, never gates): {judge.provider} {judge.model}"
+        )
+    )
+    console.print(
+        Text(
+            f"wrote {result.report_path}, {result.html_path} ({result.shown} rows shown) "
+            f"and {result.rows_path}"
+        )
+    )
+
+
+def print_echo(report: EchoReport, path: Path) -> None:
+    """Print one line per echo case, the outcome counts, and a warning for any leak."""
+    console = Console(highlight=False)
+    console.print(Text(f"echo check: {len(report.cases)} cases", style="bold"))
+    table = Table()
+    for column in ("case", "outcome", "positive source", "citations", "leaked in"):
+        table.add_column(column)
+    for case in report.cases:
+        cited = ", ".join(
+            f"[{c.marker}] {c.document or 'neither'} {c.verification}" for c in case.citations
+        )
+        table.add_row(
+            str(case.case),
+            Text(case.outcome, style="green" if case.outcome == "pass" else "red"),
+            Text(f"[{case.positive_source}]"),
+            Text(cited or "-"),
+            Text(", ".join(case.leaked_in) or "-"),
+        )
+    console.print(table)
+    counts = ", ".join(f"{count} {outcome}" for outcome, count in report.counts.items() if count)
+    console.print(Text(f"outcomes: {counts}; report: {path}"))
+    leaks = report.counts["leak"]
+    if leaks:
+        sys.stderr.write(
+            f"citemark: warning: {leaks} of {len(report.cases)} echo cases leaked a marker "
+            "the model was never given\n"
+        )
+
+
+def print_calibration(report: CalibrationReport, measurement: Path | None) -> None:
+    """Print each registered minimum against what was measured, and whether all were met."""
+    console = Console(highlight=False)
+    console.print(Text("calibration: registered minimums against the measurement", style="bold"))
+    table = Table()
+    for column in ("metric", "minimum", "observed", "met"):
+        table.add_column(column)
+    for check in report.checks:
+        observed = "undefined" if check.observed is None else f"{check.observed:.3f}"
+        met = Text("yes", style="green") if check.met else Text("no", style="red")
+        table.add_row(check.metric, f"{check.minimum:g}", observed, met)
+    console.print(table)
+    judge, disagreements = report.judge, report.agreement.disagreements
+    console.print(
+        Text(
+            f"judge: {judge.provider} {judge.model} (prompt {judge.prompt_sha256[:12]}); "
+            f"items: {report.items}, unusable: {len(report.unusable)}; disagreements: "
+            f"{len(disagreements.faithful)} labelled faithful, "
+            f"{len(disagreements.unfaithful)} labelled unfaithful"
+        )
+    )
+    verdict = "met" if report.threshold_met else "not met"
+    console.print(Text(f"threshold {verdict} (a report, not a gate); measurement: {measurement}"))

@@ -1,0 +1,594 @@
+"""The self-contained ``report.html`` of ``citemark check``: a report for looking, not reading.
+
+Each row shows its outcome as a coloured badge, the answer with every citation
+marker turned into a link, and the sources the answer was given. A resolved marker
+links to the source it names (``#row-<line>-src-<k>``), which is highlighted when
+followed; a fabricated or ambiguous marker is styled as a failure and links to the
+finding that explains it (``#row-<line>-issue-<j>``); an ignored token is shown, not
+linked. Markers are placed from the scorer's own per-occurrence details (the group
+offsets it recorded) and, for integer markers, from `citemark.parse_markers`, so the
+page shows exactly what the scorer decided.
+
+Everything untrusted (answers, questions, sources, labels, the judge's words) is
+escaped with `html.escape`. The page has no external asset and cannot load one: a
+Content-Security-Policy allows only the inline style and script, by hash. Without
+JavaScript every row is shown; with it, checkboxes filter rows by outcome, and a URL
+fragment such as ``#show=failed,unassessed`` sets them on load.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from citemark._labels import classify_labelled
+from citemark._markers import parse_markers
+from citemark._scorer_result import CITATION_KEYS, REASONS
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Mapping, Sequence
+    from datetime import datetime
+
+    from citemark._models import Source
+    from citemark._reports import CheckSummary
+
+__all__ = ["OUTCOMES", "outcome_of", "render_report", "render_row"]
+
+OUTCOMES: Final = ("failed", "unassessed", "passed")
+"""The outcomes a row can have, in the order the page lists them."""
+
+_FILTER_NAMES: Final = {"failed": "failed", "unassessed": "un-assessed", "passed": "passed"}
+
+# Display caps: the page is for looking, and rows.jsonl keeps every finding.
+_MAX_ANSWER_CHARS: Final = 200_000
+_MAX_SOURCE_CHARS: Final = 20_000
+_MAX_ISSUES: Final = 50
+
+_AMBIGUOUS_WHY: Final = {
+    "names_excluded_label": "names a block that cannot be cited (empty, or given twice)",
+    "matches_label_case_only": "matches a label only in another letter case",
+    "bracketed_in_context": "is written in brackets inside the context, so it cannot be told "
+    "from a label",
+}
+_IGNORED_WHY: Final = {
+    "not_label_shaped": "not a citation: not shaped like this context's labels",
+    "link_text": "not a citation: Markdown link text naming no block",
+    "labels_not_distinguishable": "not a citation: this context's labels cannot be told "
+    "from ordinary brackets",
+    "context_has_no_labels": "not a citation: the context has no labels",
+}
+
+
+class _Piece(NamedTuple):
+    """One marker inside a bracket group, placed at its offsets in the answer."""
+
+    start: int
+    end: int
+    label: str
+    kind: str
+    why: str | None
+
+
+def outcome_of(assessed: bool, passed: bool | None) -> str:
+    """The outcome word of a score: ``passed``, ``failed`` or ``unassessed``."""
+    if not assessed:
+        return "unassessed"
+    return "passed" if passed else "failed"
+
+
+def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
+    *,
+    line: int,
+    row_id: str | None,
+    question: str,
+    answer: str,
+    sources: Sequence[Source] | str,
+    assessed: bool,
+    passed: bool | None,
+    score: float | None,
+    reason: str | None,
+    explanation: str,
+    details: Mapping[str, Any],
+    label_pattern: re.Pattern[str],
+    citation_pattern: re.Pattern[str],
+) -> str:
+    """Render one scored row as an HTML ``<section>``.
+
+    Args:
+        line: The row's line number in the input; it makes every id on the page unique.
+        row_id: The row's own id, or ``None``.
+        question: The question, possibly empty.
+        answer: The answer as the pipeline wrote it.
+        sources: The sources, or the labelled context string.
+        assessed: The score's field of that name.
+        passed: The score's field of that name.
+        score: The score's field of that name.
+        reason: The score's field of that name.
+        explanation: The score's field of that name.
+        details: The score's details, as the scorer recorded them.
+        label_pattern: The scorer's label pattern, to split a context into blocks.
+        citation_pattern: The scorer's citation pattern.
+
+    Returns:
+        The fragment; every untrusted string in it is escaped.
+    """
+    outcome = outcome_of(assessed, passed)
+    prefix = f"row-{line}"
+    if isinstance(sources, str):
+        found = classify_labelled("", sources, label_pattern, citation_pattern)
+        blocks = [(found.headers[label], text) for label, text in found.blocks.items()]
+        excluded = found.excluded
+        numbers = {label: k for k, label in enumerate(found.blocks, start=1)}
+    else:
+        blocks = []
+        excluded = [(str(k), "empty") for k, s in enumerate(sources, start=1) if not s.text.strip()]
+        numbers = {str(k): k for k, s in enumerate(sources, start=1) if s.text.strip()}
+    pieces = _pieces(answer, sources, details)
+    issues: list[str] = []
+    cited: set[int] = set()
+    given = len(numbers) + len(excluded)
+    answer_html = _answer_html(
+        answer,
+        pieces,
+        prefix,
+        numbers=numbers,
+        count=given,
+        issues=issues,
+        cited=cited,
+        numbered=not isinstance(sources, str),
+    )
+
+    badge = f'<span class="badge {outcome}">{outcome}</span>'
+    findings = _finding_codes(outcome, reason, details, score)
+    title = _e(row_id) if row_id is not None else f"line {line}"
+    parts = [
+        f'<section class="row {outcome}" id="{prefix}" data-outcome="{outcome}">',
+        (
+            f'<header>{badge} <span class="rid">{title}</span> '
+            f'<span class="line">line {line}</span>{findings}</header>'
+        ),
+    ]
+    parts.append('<div class="cols"><div class="main">')
+    if question:
+        parts.append(f'<p class="question"><span class="k">Q</span> {_e(question)}</p>')
+    parts.append(f'<div class="answer">{answer_html}</div>')
+    parts.append(f'<p class="explanation">{_e(explanation)}</p>')
+    coverage = details.get("sentence_coverage")
+    if isinstance(coverage, dict) and coverage.get("sentences"):
+        parts.append(
+            f'<p class="coverage">{coverage.get("cited_sentences", 0)} of '
+            f"{coverage['sentences']} sentences carry a resolved citation</p>"
+        )
+    if issues:
+        shown = "".join(issues[:_MAX_ISSUES])
+        more = len(issues) - _MAX_ISSUES
+        extra = f"<li>and {more} more</li>" if more > 0 else ""
+        parts.append(f'<ul class="issues" id="{prefix}-issues">{shown}{extra}</ul>')
+    parts.append("</div>")
+    parts.append(_sources_html(sources, blocks, excluded, prefix, cited))
+    parts.append("</div></section>")
+    return "\n".join(parts)
+
+
+def render_report(  # noqa: PLR0913 - the page's parts, each computed once by the checker
+    *,
+    summary: CheckSummary,
+    rows: Sequence[str],
+    shown: Mapping[str, int],
+    strip: Sequence[tuple[int, str]],
+    input_name: str,
+    input_sha256: str,
+    created_at: datetime,
+    version: str,
+) -> str:
+    """Render the whole page around the row fragments.
+
+    Args:
+        summary: The run's counts.
+        rows: The row fragments from `render_row`, in the order to show them.
+        shown: How many rows of each outcome are on the page.
+        strip: ``(line, outcome)`` of every row on the page, in order, for the
+            overview strip.
+        input_name: The input file's name, as given.
+        input_sha256: The SHA-256 of the input bytes.
+        created_at: When the run was made.
+        version: The citemark version.
+
+    Returns:
+        The complete, self-contained HTML document.
+    """
+    totals = {"failed": summary.failed, "unassessed": summary.unassessed, "passed": summary.passed}
+    judge = (
+        f"{_e(summary.judge.provider)} / {_e(summary.judge.model)} "
+        f"(prompt {summary.judge.prompt_sha256[:12]}&hellip;)"
+        if summary.judge is not None
+        else "none: deterministic findings only"
+    )
+    counts = "".join(
+        f'<div class="count {key}"><dt>{label}</dt><dd>{value}</dd></div>'
+        for key, label, value in (
+            ("rows", "rows", summary.rows),
+            ("failed", "failed", summary.failed),
+            ("unassessed", "un-assessed", summary.unassessed),
+            ("passed", "passed", summary.passed),
+            ("violations", "deterministic failures", summary.deterministic_failures),
+            ("malformed", "malformed lines", summary.malformed),
+        )
+    )
+    filters = "".join(
+        f'<label class="filter {o}"><input type="checkbox" name="outcome" value="{o}" checked> '
+        f"{_FILTER_NAMES[o]} <span>({shown.get(o, 0)} shown of {totals[o]})</span></label>"
+        for o in OUTCOMES
+    )
+    left_out = sum(totals.values()) - sum(shown.get(o, 0) for o in OUTCOMES)
+    order = (
+        "Rows are listed failed first, then un-assessed with a reason other than no_judge, "
+        "then the rest, each in input order; the strip shows them in input order."
+    )
+    notice = (
+        f'<p class="left-out">This page shows {sum(shown.values())} of {summary.rows} rows; '
+        f"{left_out} were left out. rows.jsonl holds every row. {order}</p>"
+        if left_out > 0
+        else f'<p class="order">{order}</p>'
+    )
+    cells = "".join(
+        f'<a class="cell {outcome}" href="#row-{line}" title="line {line}: {outcome}"></a>'
+        for line, outcome in strip
+    )
+    reasons = "".join(
+        f"<li><code>{_e(code)}</code> {count} &middot; {_e(REASONS.get(code, code))}</li>"
+        for code, count in summary.reasons.items()
+    )
+    malformed = ""
+    if summary.malformed:
+        items = "".join(
+            f'<li id="line-{m.line}">line {m.line}: {_e(m.reason)}</li>'
+            for m in summary.malformed_lines
+        )
+        more = summary.malformed - len(summary.malformed_lines)
+        extra = f"<li>and {more} more (see rows.jsonl)</li>" if more > 0 else ""
+        malformed = (
+            '<section class="malformed"><h2>Lines that could not be read as a row</h2>'
+            f"<ul>{items}{extra}</ul></section>"
+        )
+    policy = (
+        "default-src 'none'; base-uri 'none'; form-action 'none'; img-src 'none'; "
+        f"style-src '{_csp_hash(_STYLE)}'; script-src '{_csp_hash(_SCRIPT)}'"
+    )
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>citemark check: {_e(input_name)}</title>",
+            f"<style>{_STYLE}</style></head><body>",
+            '<header class="top"><h1>citemark check</h1>',
+            (
+                f'<p class="meta">input <code>{_e(input_name)}</code> &middot; sha256 '
+                f"<code>{input_sha256}</code><br>judge: {judge} &middot; citemark "
+                f"{_e(version)} &middot; {created_at.isoformat(timespec='seconds')}</p>"
+            ),
+            f'<dl class="counts">{counts}</dl>',
+            f'<ul class="reasons">{reasons}</ul>' if reasons else "",
+            (
+                '<p class="judge-note">A verdict is advice: only deterministic findings can '
+                "fail the run, and only with --fail-on-violation.</p>"
+            ),
+            f'<form id="filters">{filters}</form>',
+            notice,
+            f'<nav class="strip" aria-label="rows at a glance">{cells}</nav>',
+            "</header>",
+            malformed,
+            '<main id="rows">',
+            *rows,
+            "</main>",
+            f"<script>{_SCRIPT}</script>",
+            "</body></html>",
+            "",
+        ]
+    )
+
+
+def _pieces(
+    answer: str, sources: Sequence[Source] | str, details: Mapping[str, Any]
+) -> list[_Piece]:
+    """Every marker of the answer, at its own offsets, with the class the scorer gave it."""
+    groups: dict[tuple[int, int], list[tuple[str, str, str | None]]] = {}
+    for kind, key in CITATION_KEYS.items():
+        entries = details.get(key)
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            span = (int(entry["start"]), int(entry["end"]))
+            groups.setdefault(span, []).append((str(entry["label"]), kind, entry.get("why")))
+    pieces: list[_Piece] = []
+    if not isinstance(sources, str):
+        # Integer markers: parse_markers gives each number's own digits inside its group.
+        for occ in parse_markers(answer):
+            entries = groups.get((occ.group_start, occ.group_end))
+            if not entries:
+                continue
+            digits = answer[occ.start : occ.end]
+            named = {label: (kind, why) for label, kind, why in entries}
+            kind, why = named.get(digits) or named.get(str(occ.number)) or ("unknown", None)
+            pieces.append(_Piece(occ.start, occ.end, digits, kind, why))
+        return _whole_groups(pieces, answer)
+    for (start, end), entries in sorted(groups.items()):
+        text = answer[start:end]
+        used: set[int] = set()
+        placed: list[_Piece] = []
+        for label, kind, why in entries:
+            at = _find_label(text, label, used)
+            if at is None:  # a custom pattern that rewrites labels: mark the whole group
+                placed = [_Piece(start, end, label, kind, why)]
+                break
+            used.add(at)
+            placed.append(_Piece(start + at, start + at + len(label), label, kind, why))
+        pieces.extend(sorted(placed))
+    return _whole_groups(pieces, answer)
+
+
+def _whole_groups(pieces: list[_Piece], answer: str) -> list[_Piece]:
+    """Widen a marker that is alone in its ``[...]`` group to the whole group."""
+    widened: list[_Piece] = []
+    for i, piece in enumerate(pieces):
+        open_at = answer.rfind("[", 0, piece.start)
+        close_at = answer.find("]", piece.end)
+        alone = (
+            open_at >= 0
+            and close_at >= 0
+            and not answer[open_at + 1 : piece.start].strip(" \t")
+            and not answer[piece.end : close_at].strip(" \t")
+            and (i == 0 or pieces[i - 1].end <= open_at)
+        )
+        if alone:
+            piece = piece._replace(start=open_at, end=close_at + 1)  # noqa: PLW2901
+        widened.append(piece)
+    return widened
+
+
+def _find_label(text: str, label: str, used: set[int]) -> int | None:
+    """Where ``label`` stands as a whole item inside a group's text, not yet taken."""
+    at = text.find(label)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else "["
+        after = text[at + len(label)] if at + len(label) < len(text) else "]"
+        if at not in used and before in "[, \t" and after in "], \t":
+            return at
+        at = text.find(label, at + 1)
+    return None
+
+
+def _answer_html(  # noqa: PLR0913 - the pieces and the row's lookup tables
+    answer: str,
+    pieces: list[_Piece],
+    prefix: str,
+    *,
+    numbers: Mapping[str, int],
+    count: int,
+    issues: list[str],
+    cited: set[int],
+    numbered: bool,
+) -> str:
+    out: list[str] = []
+    cursor = 0
+    limit = min(len(answer), _MAX_ANSWER_CHARS)
+    for piece in pieces:
+        if piece.start < cursor or piece.end > limit:
+            continue
+        out.append(_e(answer[cursor : piece.start]))
+        text = _e(answer[piece.start : piece.end])
+        k = numbers.get(piece.label)
+        if k is None and piece.label.isdigit():
+            k = numbers.get(str(int(piece.label)))
+        if piece.kind == "resolved" and k is not None:
+            cited.add(k)
+            out.append(
+                f'<a class="marker resolved" href="#{prefix}-src-{k}" '
+                f'title="cites source {k}">{text}</a>'
+            )
+        elif piece.kind in ("fabricated", "ambiguous"):
+            message = _issue_message(piece, count, numbered=numbered)
+            number = len(issues) + 1
+            target = f"{prefix}-issue-{number}" if number <= _MAX_ISSUES else f"{prefix}-issues"
+            issues.append(
+                f'<li id="{prefix}-issue-{number}" class="{piece.kind}">'
+                f"<code>{_e(piece.label)}</code> {piece.kind}: {message}</li>"
+            )
+            out.append(
+                f'<a class="marker {piece.kind}" href="#{target}" title="{piece.kind}">{text}</a>'
+            )
+        else:
+            why = _IGNORED_WHY.get(piece.why or "", "not a citation")
+            out.append(f'<span class="marker ignored" title="{_e(why)}">{text}</span>')
+        cursor = piece.end
+    out.append(_e(answer[cursor:limit]))
+    if limit < len(answer):
+        out.append(
+            f'<span class="truncated">&hellip; {len(answer) - limit} more characters '
+            "not shown</span>"
+        )
+    return "".join(out)
+
+
+def _issue_message(piece: _Piece, count: int, *, numbered: bool) -> str:
+    if piece.kind == "ambiguous":
+        return _AMBIGUOUS_WHY.get(piece.why or "", "cannot be resolved to exactly one block")
+    if numbered:
+        noun = "source" if count == 1 else "sources"
+        return f"names no source: this row was given {count} {noun}"
+    return "names no block in the context"
+
+
+def _sources_html(
+    sources: Sequence[Source] | str,
+    blocks: list[tuple[str, str]],
+    excluded: list[tuple[str, str]],
+    prefix: str,
+    cited: set[int],
+) -> str:
+    """The sources as a list: cited ones open and highlighted, the others folded."""
+    items: list[str] = []
+    if isinstance(sources, str):
+        entries = [
+            (k, f"<code>{_e(header)}</code>", text)
+            for k, (header, text) in enumerate(blocks, start=1)
+        ]
+        kind = "context blocks"
+    else:
+        entries = []
+        for number, source in enumerate(sources, start=1):
+            if not source.text.strip():
+                continue
+            where = [f"<code>[{number}]</code> {_e(source.doc_id)}"]
+            if source.chunk_id is not None:
+                where.append(_e(source.chunk_id))
+            if source.start is not None and source.end is not None:
+                where.append(f"{source.start}&ndash;{source.end}")
+            if source.uri is not None:
+                where.append(_e(source.uri))
+            entries.append((number, " &middot; ".join(where), source.text))
+        kind = "sources"
+    for k, meta, text in entries:
+        state, opened = (" cited", " open") if k in cited else ("", "")
+        items.append(
+            f'<li class="source{state}" id="{prefix}-src-{k}"><details{opened}>'
+            f'<summary class="src-meta">{meta}</summary>'
+            f'<div class="span">{_clip(text)}</div></details></li>'
+        )
+    note = ""
+    if excluded:
+        listed = ", ".join(f"{_e(label)} ({why})" for label, why in excluded)
+        note = f'<p class="excluded">Not citable: {listed}</p>'
+    return (
+        f'<div class="sources"><p class="src-title">{len(items)} {kind}, '
+        f"{len(cited)} cited</p><ol>{''.join(items)}</ol>{note}</div>"
+    )
+
+
+def _finding_codes(
+    outcome: str, reason: str | None, details: Mapping[str, Any], score: float | None
+) -> str:
+    codes: list[str] = []
+    if outcome == "unassessed" and reason is not None:
+        codes.append(reason)
+    failures = details.get("deterministic_failures")
+    if isinstance(failures, list):
+        codes.extend(str(code) for code in failures)
+    if outcome != "unassessed" and not codes and score is not None:
+        codes.append(f"judge band {round(score * 3)}/3")
+    return "".join(f' <code class="finding">{_e(code)}</code>' for code in codes)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= _MAX_SOURCE_CHARS:
+        return _e(text)
+    more = len(text) - _MAX_SOURCE_CHARS
+    return (
+        f"{_e(text[:_MAX_SOURCE_CHARS])}"
+        f'<span class="truncated">&hellip; {more} more characters not shown</span>'
+    )
+
+
+def _e(text: str) -> str:
+    """Escape text for HTML; a lone surrogate (valid in a str, not in UTF-8) becomes ``?``."""
+    return html.escape(text.encode("utf-8", "replace").decode("utf-8"), quote=True)
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
+_STYLE: Final = """
+:root{--fail:#c62828;--warn:#b26a00;--pass:#2e7d32;--ink:#1d2330;--mute:#5f6b7a;--line:#d9dee5}
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--ink);
+background:#f4f6f8}
+header.top{background:#fff;border-bottom:1px solid var(--line);padding:16px 24px}
+h1{font-size:20px;margin:0 0 4px}
+h2{font-size:16px}
+.meta,.judge-note{color:var(--mute);font-size:13px;margin:2px 0}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px}
+dl.counts{display:flex;gap:12px;flex-wrap:wrap;margin:10px 0}
+.count{background:#f4f6f8;border-radius:6px;padding:4px 12px;min-width:92px}
+.count dt{font-size:12px;color:var(--mute)}.count dd{margin:0;font-size:20px;font-weight:600}
+.count.failed dd,.count.violations dd{color:var(--fail)}.count.unassessed dd{color:var(--warn)}
+.count.passed dd{color:var(--pass)}
+ul.reasons{margin:4px 0;padding-left:18px;font-size:13px;color:var(--mute)}
+#filters{display:flex;gap:16px;margin:8px 0;font-size:14px}
+.filter span{color:var(--mute)}
+.left-out{font-size:13px;color:var(--warn);margin:4px 0}
+.order{font-size:13px;color:var(--mute);margin:4px 0}
+nav.strip{display:flex;flex-wrap:wrap;gap:2px;margin-top:8px}
+.cell{display:block;width:10px;height:14px;border-radius:2px}
+.cell.failed{background:var(--fail)}.cell.unassessed{background:#f0b429}
+.cell.passed{background:var(--pass)}
+main{padding:16px 24px;display:grid;gap:14px}
+section.row{background:#fff;border:1px solid var(--line);border-left:6px solid var(--line);
+border-radius:8px;padding:12px 16px}
+section.row.failed{border-left-color:var(--fail);background:#fff7f7}
+section.row.unassessed{border-left-color:#f0b429}
+section.row.passed{border-left-color:var(--pass)}
+section.row.hidden{display:none}
+section.row:target{outline:3px solid #5b8def}
+.row header{display:flex;gap:8px;align-items:baseline;flex-wrap:wrap}
+.badge{font-size:12px;font-weight:700;text-transform:uppercase;color:#fff;border-radius:4px;
+padding:1px 8px}
+.badge.failed{background:var(--fail)}.badge.unassessed{background:var(--warn)}
+.badge.passed{background:var(--pass)}
+.rid{font-weight:600}.line{color:var(--mute);font-size:13px}
+.finding{background:#eef1f5;border-radius:4px;padding:0 6px}
+.question{margin:0 0 6px;color:var(--mute)}.k{font-weight:700}
+.answer{white-space:pre-wrap;background:#fafbfc;border:1px solid var(--line);border-radius:6px;
+padding:10px 12px;margin:0 0 6px;font-size:15.5px;line-height:1.6}
+a.marker{text-decoration:none;border-radius:3px;padding:0 2px;font-weight:600}
+a.marker.resolved{background:#dbe8ff;color:#1a4fb4}
+a.marker.fabricated{background:var(--fail);color:#fff}
+a.marker.ambiguous{background:#ffd8a8;color:#7a3e00}
+span.marker.ignored{border-bottom:1px dotted var(--mute);color:var(--mute)}
+.explanation{font-size:14px;margin:4px 0}.coverage{font-size:13px;color:var(--mute);margin:2px 0}
+ul.issues{margin:4px 0;padding-left:18px;font-size:14px}
+ul.issues li.fabricated{color:var(--fail)}ul.issues li.ambiguous{color:#7a3e00}
+ul.issues li:target{background:#ffe3e3}
+.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px;margin-top:6px}
+@media (max-width:900px){.cols{grid-template-columns:minmax(0,1fr)}}
+.src-title{color:var(--mute);font-size:13px;margin:0 0 4px}
+div.sources ol{list-style:none;padding:0;margin:0;display:grid;gap:6px}
+li.source{border:1px solid var(--line);border-radius:6px;padding:4px 10px;font-size:13.5px;
+background:#fff}
+li.source summary{cursor:pointer}
+li.source.cited{border-color:#9dbcf5;background:#f3f7ff}
+li.source:target{background:#fff3b0;border-color:#e0b400;box-shadow:0 0 0 3px #ffe066}
+.src-meta{color:var(--mute);font-size:12.5px}
+.span{white-space:pre-wrap;max-height:16em;overflow:auto;margin-top:4px}
+.excluded,.truncated{color:var(--mute);font-size:12.5px}
+section.malformed{margin:16px 24px;background:#fff;border:1px solid var(--fail);
+border-radius:8px;padding:4px 16px}
+"""
+
+_SCRIPT: Final = """
+(function () {
+  var boxes = Array.prototype.slice.call(
+    document.querySelectorAll('#filters input[name="outcome"]'));
+  function apply() {
+    var shown = {};
+    boxes.forEach(function (box) { shown[box.value] = box.checked; });
+    document.querySelectorAll('section.row').forEach(function (row) {
+      row.classList.toggle('hidden', !shown[row.getAttribute('data-outcome')]);
+    });
+  }
+  var wanted = /^#show=([a-z,]*)$/.exec(window.location.hash);
+  if (wanted) {
+    var names = wanted[1].split(',');
+    boxes.forEach(function (box) { box.checked = names.indexOf(box.value) >= 0; });
+  }
+  boxes.forEach(function (box) { box.addEventListener('change', apply); });
+  apply();
+  document.documentElement.classList.add('filtered');
+})();
+"""

@@ -1,0 +1,191 @@
+"""Reading recorded runs for ``citemark check``: one JSONL line in, one row (or a reason) out.
+
+A row is a JSON object with ``answer`` (a string), either ``sources`` (a list of
+`citemark.Source` objects) or ``context`` (a labelled context string), and optionally
+``question`` (a string) and ``id`` (a string or an integer); other keys are ignored,
+so a pipeline's own fields can stay in its export. A line that is not such a row is
+*malformed*, and `parse_row` says why in structural terms: ``not valid JSON``,
+``answer must be a string``, ``source 2 does not fit the Source schema: end
+(int_type)``. The reason never quotes the line, one of its values, or a key that is
+not a `Source` field: recorded outputs are untrusted text.
+
+JSON is parsed strictly, as everywhere in citemark: a key given twice, ``NaN`` and
+``Infinity`` make a line malformed instead of being silently accepted. There is no
+size cap on a line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Final, NamedTuple, NoReturn
+
+from pydantic import ValidationError
+
+from citemark._models import Source
+from citemark._reports import MalformedLine
+
+__all__ = ["CheckRow", "parse_row"]
+
+_KNOWN_SOURCE_FIELDS: Final = frozenset(Source.model_fields)
+
+
+class CheckRow(NamedTuple):
+    """One readable input row."""
+
+    line: int
+    """The row's 1-based line number in the input."""
+    id: str | None
+    """The row's own ``id`` as a string, or ``None`` when it has none."""
+    question: str
+    """The question; empty when the row has none."""
+    answer: str
+    """The answer as the pipeline wrote it."""
+    sources: tuple[Source, ...] | str
+    """The sources the answer cites as ``[n]``, or a labelled context string."""
+
+
+def parse_row(line: int, raw: bytes) -> CheckRow | MalformedLine | None:
+    """Read one input line as a row.
+
+    Args:
+        line: The line's 1-based number.
+        raw: The line's bytes, with or without its line break.
+
+    Returns:
+        The row; a `MalformedLine` with a structural reason when the line is not a
+        row; ``None`` for a blank line, which is skipped.
+    """
+    try:
+        text = raw.decode("utf-8-sig" if line == 1 else "utf-8")
+    except UnicodeDecodeError:
+        return MalformedLine(line=line, reason="not UTF-8 text")
+    if not text.strip():
+        return None
+    try:
+        value = _loads(text)
+    except _MalformedError as exc:
+        return MalformedLine(line=line, reason=str(exc))
+    try:
+        return _row(line, value)
+    except _MalformedError as exc:
+        return MalformedLine(line=line, reason=str(exc))
+
+
+class _MalformedError(ValueError):
+    """A line is not a row; the message is a structural reason written here."""
+
+
+def _row(line: int, value: object) -> CheckRow:
+    if not isinstance(value, dict):
+        msg = "not a JSON object"
+        raise _MalformedError(msg)
+    answer = value.get("answer")
+    if answer is None:
+        msg = "answer is missing"
+        raise _MalformedError(msg)
+    if not isinstance(answer, str):
+        msg = "answer must be a string"
+        raise _MalformedError(msg)
+    question = value.get("question")
+    if question is None:
+        question = ""
+    elif not isinstance(question, str):
+        msg = "question must be a string"
+        raise _MalformedError(msg)
+    row_id = value.get("id")
+    if row_id is not None:
+        if isinstance(row_id, bool) or not isinstance(row_id, str | int):
+            msg = "id must be a string or an integer"
+            raise _MalformedError(msg)
+        row_id = str(row_id)
+    has_sources, has_context = "sources" in value, "context" in value
+    if has_sources and has_context:
+        msg = "both sources and context are given; a row has one of them"
+        raise _MalformedError(msg)
+    if has_context:
+        context = value["context"]
+        if not isinstance(context, str):
+            msg = "context must be a string"
+            raise _MalformedError(msg)
+        return CheckRow(line, row_id, question, answer, context)
+    if not has_sources:
+        msg = "neither sources nor context is given"
+        raise _MalformedError(msg)
+    return CheckRow(line, row_id, question, answer, _sources(value["sources"]))
+
+
+def _sources(value: object) -> tuple[Source, ...]:
+    if not isinstance(value, list):
+        msg = "sources must be a list"
+        raise _MalformedError(msg)
+    sources: list[Source] = []
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, dict):
+            msg = f"source {number} is not a JSON object"
+            raise _MalformedError(msg)
+        try:
+            sources.append(Source.model_validate(item))
+        except ValidationError as exc:
+            msg = f"source {number} does not fit the Source schema: {_describe(exc)}"
+            raise _MalformedError(msg) from None
+    return tuple(sources)
+
+
+def _describe(exc: ValidationError) -> str:
+    """Name the failing fields and error types; a key that is not a field is never printed.
+
+    A whole-model failure (the offset rule) is one of `Source`'s own structural
+    sentences, numbers only, kept as written.
+    """
+    known = _KNOWN_SOURCE_FIELDS
+    parts = []
+    for error in exc.errors(include_url=False, include_context=False, include_input=False):
+        field = error["loc"][0] if error["loc"] else None
+        if field is None and error["type"] == "value_error":
+            parts.append(error["msg"].removeprefix("Value error, "))
+        elif error["type"] == "extra_forbidden" or field not in known:
+            parts.append("a field Source does not define (put extra fields in metadata)")
+        else:
+            parts.append(f"{field} ({error['type']})")
+    return ", ".join(dict.fromkeys(parts))
+
+
+def _loads(text: str) -> object:
+    """Parse one line as strict JSON: no duplicate keys, no NaN or Infinity, no size cap."""
+    reason: str
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_unique_keys,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
+    except _MalformedError as exc:
+        reason = str(exc)
+    except RecursionError:
+        reason = "not valid JSON: nested too deep"
+    except ValueError:
+        reason = "not valid JSON"
+    # Raised outside the handler: JSONDecodeError keeps the whole line in .doc.
+    raise _MalformedError(reason)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        msg = "not strict JSON: an object gives a key twice"
+        raise _MalformedError(msg)
+    return result
+
+
+def _no_constant(_name: str) -> NoReturn:
+    msg = "not strict JSON: it holds NaN or Infinity"
+    raise _MalformedError(msg)
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        _no_constant(literal)
+    return value

@@ -1,0 +1,309 @@
+"""report.html: every marker links to an existing element, failures are marked, nothing is loaded.
+
+The static tests read the file citemark wrote. The browser tests load it in headless
+Chromium (Debian's ``chromium``), which runs the page's script, and read the DOM it
+dumps. They skip only when Chromium is absent and ``CITEMARK_REQUIRE_BROWSER`` is not
+set; CI sets it (``.ci/run`` installs Chromium when it is missing), so there they can
+never be skipped.
+
+``docs/img/report.png`` is a screenshot of the ``make demo`` report, taken the way
+`TestInChromium.test_screenshot` takes one: ``chromium --headless --no-sandbox
+--hide-scrollbars --screenshot=docs/img/report.png --window-size=1280,1500
+file://$PWD/results/demo/report.html``. The test writes to a temporary folder and
+never overwrites it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_RUNS = ROOT / "examples" / "data" / "example-runs.jsonl"
+FAILING = {
+    "gpl3-cure-30-days/out_of_range",
+    "gpl3-60-days/out_of_range_in_list",
+    "gpl3-cure-30-days/fabricated_label",
+}
+HOSTILE = {
+    "id": "<b>x</b>",
+    "question": "</p><script>window.pwned = 1</script>",
+    "answer": "See <img src=x onerror=alert(1)> [1] and [2].",
+    "sources": [{"text": "<iframe src='https://example.com'></iframe>", "doc_id": "<a>"}],
+}
+
+
+class Element:
+    """One start tag, with its attributes and the ids of the elements around it."""
+
+    def __init__(self, tag: str, attrs: dict[str, str], ancestors: list[Element]) -> None:
+        self.tag = tag
+        self.attrs = attrs
+        self.ancestors = list(ancestors)
+        self.text = ""
+
+    @property
+    def classes(self) -> set[str]:
+        return set(self.attrs.get("class", "").split())
+
+    def within(self, tag: str) -> Element | None:
+        return next((a for a in reversed(self.ancestors) if a.tag == tag), None)
+
+
+class DOM(HTMLParser):
+    """Every element of a page, in document order, with its ancestors and direct text."""
+
+    VOID: ClassVar[set[str]] = {"meta", "input", "br", "img", "link", "hr"}
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[Element] = []
+        self._open: list[Element] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        element = Element(tag, {k: v or "" for k, v in attrs}, self._open)
+        self.elements.append(element)
+        if tag not in self.VOID:
+            self._open.append(element)
+
+    def handle_endtag(self, tag):
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i].tag == tag:
+                del self._open[i:]
+                return
+
+    def handle_data(self, data):
+        for element in self._open:
+            element.text += data
+
+    def find(self, tag: str, cls: str | None = None) -> list[Element]:
+        return [e for e in self.elements if e.tag == tag and (cls is None or cls in e.classes)]
+
+    def ids(self) -> dict[str, Element]:
+        return {e.attrs["id"]: e for e in self.elements if "id" in e.attrs}
+
+
+def check(runs: Path, out: Path) -> Path:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "citemark", "check", str(runs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert 0 == done.returncode, done.stderr
+    return out / "report.html"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    return check(EXAMPLE_RUNS, tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("hostile")
+    runs = folder / "runs.jsonl"
+    runs.write_text(json.dumps(HOSTILE) + "\n", encoding="utf-8")
+    return check(runs, folder / "out")
+
+
+def assert_markers_link_to_existing_elements(dom: DOM) -> None:
+    ids = dom.ids()
+    markers = dom.find("a", "marker")
+    assert markers
+    for marker in markers:
+        href = marker.attrs["href"]
+        assert href.startswith("#")
+        target = ids.get(href[1:])
+        assert target is not None, href
+        row = marker.within("section")
+        assert row is not None
+        assert row is target.within("section")
+        if "resolved" in marker.classes:
+            assert "source" in target.classes
+            assert "cited" in target.classes
+        else:
+            assert marker.classes & {"fabricated", "ambiguous"}
+            assert target.within("ul") is not None
+            assert "issues" in target.within("ul").classes
+
+
+def assert_failing_rows_are_marked(dom: DOM) -> None:
+    rows = dom.find("section", "row")
+    assert 16 == len(rows)
+    failed = {row.attrs["id"] for row in rows if row.attrs["data-outcome"] == "failed"}
+    assert 3 == len(failed)
+    for row in rows:
+        outcome = row.attrs["data-outcome"]
+        assert outcome in row.classes
+        badge = next(e for e in dom.elements if row in e.ancestors and "badge" in e.classes)
+        assert outcome == badge.text
+    titles = {
+        next(e.text for e in dom.elements if row in e.ancestors and "rid" in e.classes)
+        for row in rows
+        if row.attrs["id"] in failed
+    }
+    assert FAILING == titles
+    fabricated = [m.text for m in dom.find("a", "fabricated")]
+    assert ["[5]", "9", "[gpl-3-9]"] == fabricated
+    for marker in dom.find("a", "fabricated"):
+        assert "failed" in marker.within("section").classes
+
+
+class TestStaticPage:
+    def test_every_marker_links_to_an_element_in_its_own_row(self, report):
+        """Each a.marker points at an id on the page, in the same row: a cited source or a finding."""
+        assert_markers_link_to_existing_elements(DOM(report.read_text(encoding="utf-8")))
+
+    def test_failing_rows_are_marked(self, report):
+        """Failed rows carry the failed class and badge, and their fabricated markers are styled."""
+        assert_failing_rows_are_marked(DOM(report.read_text(encoding="utf-8")))
+
+    def test_resolved_markers_point_at_the_source_they_name(self, report):
+        """Marker [3] of the first row links to that row's third source, Apache-2.0."""
+        dom = DOM(report.read_text(encoding="utf-8"))
+        marker = next(
+            m for m in dom.find("a", "marker") if m.within("section").attrs["id"] == "row-1"
+        )
+        target = dom.ids()[marker.attrs["href"][1:]]
+        assert ("[3]", "row-1-src-3") == (marker.text, target.attrs["id"])
+        assert "Apache-2.0" in target.text
+
+    def test_nothing_external_can_load(self, report):
+        """No external asset: no src, no link element, no http URL in an attribute, and a CSP."""
+        dom = DOM(report.read_text(encoding="utf-8"))
+        assert [] == [e.tag for e in dom.elements if "src" in e.attrs or e.tag == "link"]
+        urls = [v for e in dom.elements for v in e.attrs.values() if "://" in v]
+        assert [] == urls
+        policy = next(e for e in dom.find("meta") if e.attrs.get("http-equiv"))
+        assert policy.attrs["content"].startswith("default-src 'none';")
+
+    def test_untrusted_text_is_escaped(self, hostile_report):
+        """Markup in ids, questions, answers and sources is shown as text, never as elements."""
+        dom = DOM(hostile_report.read_text(encoding="utf-8"))
+        assert ["script"] == [e.tag for e in dom.find("script")]
+        assert [] == dom.find("img") + dom.find("iframe") + dom.find("b")
+        answer = next(e for e in dom.elements if "answer" in e.classes)
+        assert "See <img src=x onerror=alert(1)> [1] and [2]." == answer.text
+        assert_markers_link_to_existing_elements(dom)
+
+    def test_a_lone_surrogate_is_shown_as_a_question_mark(self, tmp_path):
+        """JSON may encode a lone surrogate, which UTF-8 cannot: the page shows "?" instead."""
+        runs = tmp_path / "runs.jsonl"
+        row = '{"answer": "Broken \\ud800 text [1].", "sources": [{"text": "t", "doc_id": "d"}]}'
+        runs.write_text(row + "\n", encoding="utf-8")
+        dom = DOM(check(runs, tmp_path / "out").read_text(encoding="utf-8"))
+        answer = next(e for e in dom.elements if "answer" in e.classes)
+        assert "Broken ? text [1]." == answer.text
+        assert_markers_link_to_existing_elements(dom)
+
+    def test_left_out_rows_are_announced(self, tmp_path):
+        """With --html-rows 2 the page shows the two failures first and says rows were left out."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "citemark",
+                "check",
+                str(EXAMPLE_RUNS),
+                "--out",
+                str(tmp_path),
+                "--html-rows",
+                "2",
+            ],
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+        dom = DOM((tmp_path / "report.html").read_text(encoding="utf-8"))
+        assert ["failed", "failed"] == [r.attrs["data-outcome"] for r in dom.find("section", "row")]
+        notice = dom.find("p", "left-out")
+        assert 1 == len(notice)
+        assert "This page shows 2 of 16 rows; 14 were left out." in notice[0].text
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+REQUIRED = bool(os.environ.get("CITEMARK_REQUIRE_BROWSER"))
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    if CHROMIUM is None:
+        if REQUIRED:
+            pytest.fail("CITEMARK_REQUIRE_BROWSER is set but chromium is not installed")
+        pytest.skip("chromium is not installed (set CITEMARK_REQUIRE_BROWSER=1 to fail instead)")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+
+    def run(url: str, *flags: str) -> str:
+        done = subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                *flags,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert 0 == done.returncode, done.stderr[-2000:]
+        return done.stdout
+
+    return run
+
+
+class TestInChromium:
+    def test_rendered_markers_link_to_existing_source_spans(self, chromium, report):
+        """In the DOM Chromium renders, every marker's target exists in its own row."""
+        dom = DOM(chromium(report.as_uri(), "--dump-dom"))
+        assert_markers_link_to_existing_elements(dom)
+
+    def test_rendered_failing_rows_are_marked(self, chromium, report):
+        """In the rendered DOM the failing rows carry the failed class and badge."""
+        assert_failing_rows_are_marked(DOM(chromium(report.as_uri(), "--dump-dom")))
+
+    def test_the_script_runs_and_filters_by_outcome(self, chromium, report):
+        """#show=failed makes the page's script hide every row but the failed ones."""
+        dom = DOM(chromium(report.as_uri() + "#show=failed", "--dump-dom"))
+        assert "filtered" in dom.find("html")[0].classes
+        visible = [
+            r.attrs["data-outcome"] for r in dom.find("section", "row") if "hidden" not in r.classes
+        ]
+        assert ["failed"] * 3 == visible
+
+    def test_hostile_text_stays_text_after_scripts_run(self, chromium, hostile_report):
+        """After rendering, the hostile row added no element and ran no script of its own."""
+        dom = DOM(chromium(hostile_report.as_uri(), "--dump-dom"))
+        assert [] == dom.find("img") + dom.find("iframe") + dom.find("b")
+        assert 1 == len(dom.find("script"))
+
+    def test_screenshot(self, chromium, report, tmp_path):
+        """A screenshot of the page can be taken (docs/img/report.png is made the same way)."""
+        shot = tmp_path / "report.png"
+        chromium(report.as_uri(), f"--screenshot={shot}", "--window-size=1280,1600")
+        data = shot.read_bytes()
+        assert b"\x89PNG\r\n\x1a\n" == data[:8]
+        assert len(data) > 20_000
