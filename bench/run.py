@@ -1,8 +1,13 @@
-"""Run every benchmark in bench/ and print its figures (`make bench`)."""
+"""Run every benchmark in bench/ and print its figures (`make bench`).
+
+Each benchmark runs in its own process: a child's peak RSS (bench/check.py reads it
+with os.wait4) starts from its parent's at fork time, so one shared parent that had
+run the other benchmarks first would inflate it.
+"""
 
 from __future__ import annotations
 
-import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,13 +16,13 @@ ORDER = ["markers.py", "langchain_chain.py", "scorer.py", "llama_index_eval.py",
 
 
 def main() -> int:
-    sys.path.insert(0, str(HERE))
+    failed = 0
     for name in ORDER:
         path = HERE / name
         if path.exists():
             print(f"== {name}", flush=True)
-            runpy.run_path(str(path), run_name="__main__")
-    return 0
+            failed |= subprocess.run([sys.executable, str(path)], check=False).returncode
+    return failed
 
 
 if __name__ == "__main__":
