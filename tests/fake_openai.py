@@ -8,10 +8,14 @@ socket. ``latency`` delays every reply (the judge concurrency benchmark uses 50 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Self
 
 Responder = Callable[[str], str]
@@ -81,3 +85,26 @@ class FakeOpenAI:
         assert self._server is not None
         self._server.shutdown()
         self._server.server_close()
+
+
+def run_cli(
+    *args: str, base_url: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``citemark`` entry point in a subprocess, with a clean environment.
+
+    Every ``CITEMARK_*`` variable of the calling environment is dropped; with
+    ``base_url`` the command is pointed at that server and a fixed model name.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
+    if base_url is not None:
+        env["CITEMARK_BASE_URL"] = base_url
+        env["CITEMARK_MODEL"] = "fake-model"
+    return subprocess.run(
+        [sys.executable, "-m", "citemark", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )

@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, run_cli
 
 LICENSES = Path(__file__).resolve().parent.parent / "examples" / "data" / "licenses"
 QUESTION = "What happens to the patent license if you sue claiming the Work infringes a patent?"
-
-
-def run_cli(*args: str, base_url: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
-    if base_url is not None:
-        env["CITEMARK_BASE_URL"] = base_url
-        env["CITEMARK_MODEL"] = "fake-model"
-    return subprocess.run(
-        [sys.executable, "-m", "citemark", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
 
 
 def cited_answer(prompt: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, run_cli
 
 from citemark import EvalReport, dataset_sha256
 
@@ -29,19 +29,6 @@ SOURCES = [
     {"text": "Members pay no late fee.", "doc_id": "members"},
 ]
 REPORT_FILES = ("report.json", "report.html", "rows.jsonl")
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
-    return subprocess.run(
-        [sys.executable, "-m", "citemark", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
 
 
 def write_lines(path: Path, lines: list[object]) -> Path:

@@ -3,36 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, run_cli
 
 from citemark import CalibrationReport, LabelledItem, LabelSet, Registration, Source, plan_echo
 
 SEED = 11
 SAYS_FAITHFUL = '{"faithful": true, "unsupported_claims": [], "reasoning": "Supported."}'
 SAYS_UNFAITHFUL = '{"faithful": false, "unsupported_claims": [], "reasoning": "Not supported."}'
-
-
-def run_cli(*args: str, base_url: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
-    if base_url is not None:
-        env["CITEMARK_BASE_URL"] = base_url
-        env["CITEMARK_MODEL"] = "fake-model"
-    return subprocess.run(
-        [sys.executable, "-m", "citemark", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture

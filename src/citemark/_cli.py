@@ -298,9 +298,16 @@ def _judge_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
 
 
 def _chat(args: argparse.Namespace) -> OpenAIChat:
+    return _openai_chat(args.base_url, args.model, args.api_key, args.timeout)
+
+
+def _openai_chat(
+    base_url: str | None, model: str | None, api_key: str | None, read_timeout: float
+) -> OpenAIChat:
+    """An OpenAIChat from command-line options; a bad configuration is a usage error."""
     try:
-        timeout = httpx.Timeout(connect=5.0, read=args.timeout, write=30.0, pool=10.0)
-        return OpenAIChat(args.base_url, args.model, args.api_key, timeout=timeout)
+        timeout = httpx.Timeout(connect=5.0, read=read_timeout, write=30.0, pool=10.0)
+        return OpenAIChat(base_url, model, api_key, timeout=timeout)
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -357,13 +364,7 @@ def _judge_chat(args: argparse.Namespace, *, required: bool) -> OpenAIChat | Non
             msg = "--judge-base-url and --judge-api-key need --judge-model"
             raise _UsageError(msg)
         return None
-    try:
-        timeout = httpx.Timeout(connect=5.0, read=args.timeout, write=30.0, pool=10.0)
-        return OpenAIChat(
-            args.judge_base_url, args.judge_model, args.judge_api_key, timeout=timeout
-        )
-    except ValueError as exc:
-        raise _UsageError(str(exc)) from None
+    return _openai_chat(args.judge_base_url, args.judge_model, args.judge_api_key, args.timeout)
 
 
 def _check(args: argparse.Namespace) -> int:
