@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import statistics
 import time
 import warnings
-from typing import Any
 
 from llama_index.core.base.response.schema import Response
 from llama_index.core.evaluation import BatchEvalRunner
 from llama_index.core.schema import NodeWithScore, TextNode
+from scorer import CONCURRENCY, LATENCY, ROWS, SCORER_REPLY, serve
 
 from citemark import CitationScorer, OpenAIChat, ScoreRow, Source
 from llama_index.evaluation.citemark import CitationEvaluator
@@ -51,55 +50,9 @@ TEXTS = [
 ]
 QUESTION = "What is the late fee?"
 RESPONSE = "The late fee is 5% of the unpaid balance [1]. Members pay none [2]."
-REPLY = json.dumps(
-    {
-        "score": 3,
-        "explanation": "Both claims are stated in the blocks they cite.",
-        "verdicts": [
-            {"occurrence": 1, "outcome": "supported", "context_span": "late fee is 5%"},
-            {"occurrence": 2, "outcome": "supported", "context_span": "pay no late fee"},
-        ],
-    }
-)
-LATENCY = 0.05
-ROWS = 200
-CONCURRENCY = 32
-
-
-def serve(port_queue: Any, latency: float) -> None:
-    """Answer every chat completion with REPLY after ``latency`` seconds, until killed."""
-    payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": REPLY}}]})
-    body = payload.encode()
-    head = (
-        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    answer = head.encode() + body
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                request = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in request.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                if length:
-                    await reader.readexactly(length)
-                await asyncio.sleep(latency)
-                writer.write(answer)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
-        port_queue.put(server.sockets[0].getsockname()[1])
-        async with server:
-            await server.serve_forever()
-
-    asyncio.run(main())
+# The loopback server, its reply and the run's sizes are bench/scorer.py's, so the
+# two benchmarks measure against the same thing.
+REPLY = SCORER_REPLY
 
 
 def sources() -> list[Source]:
