@@ -27,8 +27,8 @@ from citemark import (
     Source,
     coverage_report,
 )
-from citemark._labels import DEFAULT_CITATION_PATTERN
-from citemark._scorer_prompt import CANDIDATE_PAIRS, annotate, choose_delimiters, remove_tags
+from citemark._scorer.labels import DEFAULT_CITATION_PATTERN
+from citemark._scorer.prompt import CANDIDATE_PAIRS, annotate, choose_delimiters, remove_tags
 from citemark.testing import ScriptedChat
 
 

@@ -58,7 +58,7 @@ from citemark._reports import (
 )
 from citemark._resolve import resolve
 from citemark._retrieval import BM25Retriever
-from citemark._scorer import CitationScore, CitationScorer, ScoreRow, coverage_report
+from citemark._scorer.scorer import CitationScore, CitationScorer, ScoreRow, coverage_report
 from citemark._stream import StreamingResolver
 from citemark._synthesis import DEFAULT_REWRITE_PROMPT, QueryRewriter, Synthesizer
 from citemark._verify import (

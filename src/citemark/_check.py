@@ -34,7 +34,7 @@ from citemark._artifacts import ModelIdentity, citemark_version, utc_now, write_
 from citemark._html import OUTCOMES, outcome_of, render_report, render_row
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
-from citemark._scorer import CitationScorer, ScoreRow, coverage_report
+from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from pydantic import JsonValue
 
-    from citemark._scorer import CitationScore
+    from citemark._scorer.scorer import CitationScore
 
 __all__ = [
     "DEFAULT_HTML_ROWS",

@@ -51,7 +51,7 @@ from citemark._errors import ChatError, MarkerOutOfRangeError, SynthesisError
 from citemark._judge import FaithfulnessJudge
 from citemark._labelset import LabelSet
 from citemark._retrieval import BM25Retriever
-from citemark._scorer import CitationScorer
+from citemark._scorer.scorer import CitationScorer
 from citemark._synthesis import Synthesizer
 from citemark._verify import FileReader, verify_citation
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from citemark._labels import AMBIGUOUS, FABRICATED, IGNORED, RESOLVED
+from citemark._scorer.labels import AMBIGUOUS, FABRICATED, IGNORED, RESOLVED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

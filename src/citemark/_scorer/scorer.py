@@ -4,11 +4,11 @@
 of `citemark.Source` (the answer cites ``[n]``) or a context string of labelled blocks
 (``[doc-1] text`` at the start of a line), and returns a `CitationScore`. The
 deterministic part decides what each marker occurrence names (see
-``citemark._labels``): a fabricated citation fails the row with score 0, whatever
+``citemark._scorer.labels``): a fabricated citation fails the row with score 0, whatever
 else happens; a row the scorer cannot grade honestly is *un-assessed*, with a stable
 reason code and a human sentence, before any model is called. An optional judge
 (any `citemark.ChatModel`) then grades each resolved occurrence, and its reply is
-validated field by field (see ``citemark._scorer_reply``); a reply that fails is an
+validated field by field (see ``citemark._scorer.reply``); a reply that fails is an
 un-assessed row, never a default score.
 
 The judge is advisory, as everywhere in citemark: the score is its opinion, recorded
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
 from citemark._chat import ChatModel
 from citemark._errors import ChatError
-from citemark._labels import (
+from citemark._scorer.labels import (
     DEFAULT_CITATION_PATTERN,
     DEFAULT_LABEL_PATTERN,
     RESOLVED,
@@ -38,15 +38,15 @@ from citemark._labels import (
     render_blocks,
 )
 from citemark._models import Source
-from citemark._scorer_prompt import (
+from citemark._scorer.prompt import (
     SCORER_PROMPT_SHA256,
     annotate,
     choose_delimiters,
     remove_tags,
     render_scorer_prompt,
 )
-from citemark._scorer_reply import check_reply
-from citemark._scorer_result import (
+from citemark._scorer.reply import check_reply
+from citemark._scorer.result import (
     CITATION_KEYS,
     REASONS,
     CitationScore,
@@ -55,7 +55,7 @@ from citemark._scorer_result import (
     result,
     unassessed,
 )
-from citemark._sentences import sentence_coverage
+from citemark._scorer.sentences import sentence_coverage
 
 if TYPE_CHECKING:
     import re
