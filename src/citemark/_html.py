@@ -23,8 +23,8 @@ import hashlib
 import html
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from citemark._scorer.labels import classify_labelled
 from citemark._markers import parse_markers
+from citemark._scorer.labels import classify_labelled
 from citemark._scorer.result import CITATION_KEYS, REASONS
 
 if TYPE_CHECKING:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
 from citemark._chat import ChatModel
 from citemark._errors import ChatError
+from citemark._models import Source
 from citemark._scorer.labels import (
     DEFAULT_CITATION_PATTERN,
     DEFAULT_LABEL_PATTERN,
@@ -37,7 +38,6 @@ from citemark._scorer.labels import (
     compile_pattern,
     render_blocks,
 )
-from citemark._models import Source
 from citemark._scorer.prompt import (
     SCORER_PROMPT_SHA256,
     annotate,
