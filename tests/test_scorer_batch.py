@@ -27,6 +27,7 @@ from citemark import (
     Source,
     coverage_report,
 )
+from citemark._scorer.findings import ScoreFindings
 from citemark._scorer.labels import DEFAULT_CITATION_PATTERN
 from citemark._scorer.prompt import CANDIDATE_PAIRS, annotate, choose_delimiters, remove_tags
 from citemark.testing import ScriptedChat
@@ -347,19 +348,29 @@ class TestJsonSafety:
         json_safe(result)
 
     def test_citation_score_refuses_details_that_are_not_json_safe(self):
-        """A NaN, a tuple key or an object in details is refused at construction."""
-        for bad in ({"x": float("nan")}, {"x": {(1, 2): "a"}}, {"x": [object()]}):
-            with pytest.raises(pydantic.ValidationError, match=r"details must be JSON-safe"):
-                CitationScore.model_validate(
-                    {
-                        "assessed": False,
-                        "passed": None,
-                        "score": None,
-                        "reason": "no_judge",
-                        "explanation": "",
-                        "details": bad,
-                    }
-                )
+        """A NaN, a tuple key or an object in the findings is refused at construction."""
+        coverage = {"sentences": 1, "cited_sentences": 0, "uncited_sentences": ()}
+        for bad in (
+            {"sentence_coverage": {**coverage, "coverage": float("nan")}},
+            {"verdicts": ({(1, 2): "a"},)},
+            {"verdicts": ({"x": [object()]},)},
+        ):
+            with pytest.raises(pydantic.ValidationError):
+                ScoreFindings.model_validate(bad)
+
+    def test_details_are_only_ever_derived_from_the_findings(self):
+        """A score takes typed findings; a details dict given directly is refused."""
+        fields = {
+            "assessed": False,
+            "passed": None,
+            "score": None,
+            "reason": "no_judge",
+            "explanation": "",
+        }
+        with pytest.raises(pydantic.ValidationError, match=r"extra_forbidden"):
+            CitationScore.model_validate({**fields, "details": {"x": float("nan")}})
+        built = CitationScore.model_validate({**fields, "findings": ScoreFindings(error="E")})
+        assert {"error": "E"} == built.details
 
 
 class TestCitationScore:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple
 
 from citemark._artifacts import ModelIdentity, citemark_version, utc_now, write_report_atomically
-from citemark._html import OUTCOMES, outcome_of, render_report, render_row
+from citemark._html import OUTCOMES, render_report, render_row
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
@@ -103,14 +103,11 @@ class NoRowsError(ValueError):
 
 
 def is_violation(score: CitationScore) -> bool:
-    """Whether a score is a deterministic violation: what ``--fail-on-violation`` gates on.
+    """Whether a score is a deterministic violation: `CitationScore.is_violation`.
 
-    That is a row the scorer failed on a finding made in code, which it lists in
-    ``details["deterministic_failures"]``: a fabricated citation (an integer marker
-    outside ``1..N``, ``[0]`` included, or a label-shaped marker naming no block), or
-    sentence coverage below a minimum the caller set. A judge's verdict never is one.
+    Kept for callers of the check module; the score owns the definition.
     """
-    return bool(score.assessed and not score.passed and score.details.get("deterministic_failures"))
+    return score.is_violation
 
 
 def run_check(  # noqa: PLR0913 - the options of the command, each with a default
@@ -256,7 +253,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
             record = {
                 "line": item.line,
                 "id": item.id,
-                "outcome": outcome_of(score.assessed, score.passed),
+                "outcome": score.outcome,
                 "assessed": score.assessed,
                 "passed": score.passed,
                 "score": score.score,
@@ -293,7 +290,7 @@ class _Tally:
             self.reasons[code] = self.reasons.get(code, 0) + entry["count"]
         for kind, value in report["citations"].items():
             self.citations[kind] = self.citations.get(kind, 0) + value
-        self.deterministic += sum(1 for score in scores if is_violation(score))
+        self.deterministic += sum(1 for score in scores if score.is_violation)
 
     def add_malformed(self, item: MalformedLine) -> None:
         self.malformed += 1
@@ -343,16 +340,11 @@ class _Showcase:
             question=row.question,
             answer=row.answer,
             sources=row.sources,
-            assessed=score.assessed,
-            passed=score.passed,
-            score=score.score,
-            reason=score.reason,
-            explanation=score.explanation,
-            details=score.details,
+            score=score,
             label_pattern=scorer.label_pattern,
             citation_pattern=scorer.citation_pattern,
         )
-        outcome = outcome_of(score.assessed, score.passed)
+        outcome = score.outcome
         self.tiers[tier].append((row.line, outcome, fragment))
         self.count += 1
 

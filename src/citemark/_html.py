@@ -21,11 +21,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from citemark._markers import parse_markers
+from citemark._reasons import REASONS
+from citemark._scorer.findings import UnresolvedMarker
 from citemark._scorer.labels import classify_labelled
-from citemark._scorer.result import CITATION_KEYS, REASONS
 
 if TYPE_CHECKING:
     import re
@@ -34,8 +35,10 @@ if TYPE_CHECKING:
 
     from citemark._models import Source
     from citemark._reports import CheckSummary
+    from citemark._scorer.findings import ScoreFindings
+    from citemark._scorer.result import CitationScore
 
-__all__ = ["OUTCOMES", "outcome_of", "render_report", "render_row"]
+__all__ = ["OUTCOMES", "render_report", "render_row"]
 
 OUTCOMES: Final = ("failed", "unassessed", "passed")
 """The outcomes a row can have, in the order the page lists them."""
@@ -72,13 +75,6 @@ class _Piece(NamedTuple):
     why: str | None
 
 
-def outcome_of(assessed: bool, passed: bool | None) -> str:
-    """The outcome word of a score: ``passed``, ``failed`` or ``unassessed``."""
-    if not assessed:
-        return "unassessed"
-    return "passed" if passed else "failed"
-
-
 def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
     *,
     line: int,
@@ -86,12 +82,7 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
     question: str,
     answer: str,
     sources: Sequence[Source] | str,
-    assessed: bool,
-    passed: bool | None,
-    score: float | None,
-    reason: str | None,
-    explanation: str,
-    details: Mapping[str, Any],
+    score: CitationScore,
     label_pattern: re.Pattern[str],
     citation_pattern: re.Pattern[str],
 ) -> str:
@@ -103,19 +94,15 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
         question: The question, possibly empty.
         answer: The answer as the pipeline wrote it.
         sources: The sources, or the labelled context string.
-        assessed: The score's field of that name.
-        passed: The score's field of that name.
-        score: The score's field of that name.
-        reason: The score's field of that name.
-        explanation: The score's field of that name.
-        details: The score's details, as the scorer recorded them.
+        score: The row's score; its typed findings place every marker.
         label_pattern: The scorer's label pattern, to split a context into blocks.
         citation_pattern: The scorer's citation pattern.
 
     Returns:
         The fragment; every untrusted string in it is escaped.
     """
-    outcome = outcome_of(assessed, passed)
+    outcome = score.outcome
+    findings = score.findings
     prefix = f"row-{line}"
     if isinstance(sources, str):
         found = classify_labelled("", sources, label_pattern, citation_pattern)
@@ -126,7 +113,7 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
         blocks = []
         excluded = [(str(k), "empty") for k, s in enumerate(sources, start=1) if not s.text.strip()]
         numbers = {str(k): k for k, s in enumerate(sources, start=1) if s.text.strip()}
-    pieces = _pieces(answer, sources, details)
+    pieces = _pieces(answer, sources, findings)
     issues: list[str] = []
     cited: set[int] = set()
     given = len(numbers) + len(excluded)
@@ -142,25 +129,25 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
     )
 
     badge = f'<span class="badge {outcome}">{outcome}</span>'
-    findings = _finding_codes(outcome, reason, details, score)
+    codes = _finding_codes(score)
     title = _e(row_id) if row_id is not None else f"line {line}"
     parts = [
         f'<section class="row {outcome}" id="{prefix}" data-outcome="{outcome}">',
         (
             f'<header>{badge} <span class="rid">{title}</span> '
-            f'<span class="line">line {line}</span>{findings}</header>'
+            f'<span class="line">line {line}</span>{codes}</header>'
         ),
     ]
     parts.append('<div class="cols"><div class="main">')
     if question:
         parts.append(f'<p class="question"><span class="k">Q</span> {_e(question)}</p>')
     parts.append(f'<div class="answer">{answer_html}</div>')
-    parts.append(f'<p class="explanation">{_e(explanation)}</p>')
-    coverage = details.get("sentence_coverage")
-    if isinstance(coverage, dict) and coverage.get("sentences"):
+    parts.append(f'<p class="explanation">{_e(score.explanation)}</p>')
+    coverage = findings.sentence_coverage
+    if coverage is not None and coverage.sentences:
         parts.append(
-            f'<p class="coverage">{coverage.get("cited_sentences", 0)} of '
-            f"{coverage['sentences']} sentences carry a resolved citation</p>"
+            f'<p class="coverage">{coverage.cited_sentences} of '
+            f"{coverage.sentences} sentences carry a resolved citation</p>"
         )
     if issues:
         shown = "".join(issues[:_MAX_ISSUES])
@@ -293,18 +280,12 @@ def render_report(  # noqa: PLR0913 - the page's parts, each computed once by th
     )
 
 
-def _pieces(
-    answer: str, sources: Sequence[Source] | str, details: Mapping[str, Any]
-) -> list[_Piece]:
+def _pieces(answer: str, sources: Sequence[Source] | str, findings: ScoreFindings) -> list[_Piece]:
     """Every marker of the answer, at its own offsets, with the class the scorer gave it."""
     groups: dict[tuple[int, int], list[tuple[str, str, str | None]]] = {}
-    for kind, key in CITATION_KEYS.items():
-        entries = details.get(key)
-        if not isinstance(entries, list):
-            continue
-        for entry in entries:
-            span = (int(entry["start"]), int(entry["end"]))
-            groups.setdefault(span, []).append((str(entry["label"]), kind, entry.get("why")))
+    for marker_class, entry in findings.classified():
+        why = entry.why if isinstance(entry, UnresolvedMarker) else None
+        groups.setdefault((entry.start, entry.end), []).append((entry.label, marker_class, why))
     pieces: list[_Piece] = []
     if not isinstance(sources, str):
         # Integer markers: parse_markers gives each number's own digits inside its group.
@@ -427,7 +408,7 @@ def _issue_message(piece: _Piece, count: int, *, numbered: bool) -> str:
 def _sources_html(
     sources: Sequence[Source] | str,
     blocks: list[tuple[str, str]],
-    excluded: list[tuple[str, str]],
+    excluded: Sequence[tuple[str, str]],
     prefix: str,
     cited: set[int],
 ) -> str:
@@ -470,17 +451,13 @@ def _sources_html(
     )
 
 
-def _finding_codes(
-    outcome: str, reason: str | None, details: Mapping[str, Any], score: float | None
-) -> str:
+def _finding_codes(score: CitationScore) -> str:
     codes: list[str] = []
-    if outcome == "unassessed" and reason is not None:
-        codes.append(reason)
-    failures = details.get("deterministic_failures")
-    if isinstance(failures, list):
-        codes.extend(str(code) for code in failures)
-    if outcome != "unassessed" and not codes and score is not None:
-        codes.append(f"judge band {round(score * 3)}/3")
+    if not score.assessed and score.reason is not None:
+        codes.append(score.reason)
+    codes.extend(score.findings.deterministic_failures)
+    if score.assessed and not codes and score.score is not None:
+        codes.append(f"judge band {round(score.score * 3)}/3")
     return "".join(f' <code class="finding">{_e(code)}</code>' for code in codes)
 
 

@@ -26,6 +26,7 @@ from citemark import (
     recover_numbering,
     resolve,
 )
+from citemark.evaluation import explain
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -50,8 +51,15 @@ class CitationReport(BaseModel):
     that names no shown document), ``abstained`` (no markers) or ``unassessed``."""
 
     reason: str | None = None
-    """Why the run is unassessed: ``no_answer``, ``no_documents``,
-    ``numbering_unknown``, ``blank_answer``, ``chain_error`` or ``handler_error``."""
+    """Why the run is unassessed, a code from `citemark.evaluation.REASONS` (the
+    LlamaIndex evaluator uses the same): ``no_answer`` (no answer text, or a blank
+    one), ``empty_context`` (no documents), ``numbering_unknown``, ``chain_error`` or
+    ``evaluation_error`` (the handler itself failed)."""
+
+    @property
+    def explanation(self) -> str | None:
+        """The reason's sentence, or None when the run was assessed."""
+        return None if self.reason is None else explain(self.reason)
 
     citations: tuple[Citation, ...] = ()
     """The resolved citations, when the outcome is ``resolved``."""
@@ -246,7 +254,7 @@ class CitationCallbackHandler(BaseCallbackHandler):
             report = CitationReport(
                 run_id=str(run_id),
                 outcome="unassessed",
-                reason="handler_error",
+                reason="evaluation_error",
                 document_count=len(run.documents),
             )
         self._append(report)
@@ -264,7 +272,7 @@ class CitationCallbackHandler(BaseCallbackHandler):
         if answer is None:
             return unassessed("no_answer")
         if not run.documents:
-            return unassessed("no_documents")
+            return unassessed("empty_context")
         texts = [d.page_content for d in run.documents]
         numbers = recover_numbering(run.prompt, texts) if run.prompt else []
         if sorted(n for n in numbers if n is not None) != list(range(1, len(texts) + 1)):
@@ -280,9 +288,9 @@ class CitationCallbackHandler(BaseCallbackHandler):
                 document_count=len(texts),
             )
         except NoSourcesError:
-            return unassessed("no_documents")
+            return unassessed("empty_context")
         except SynthesisError:
-            return unassessed("blank_answer")
+            return unassessed("no_answer")
         return CitationReport(
             run_id=str(run_id),
             outcome="resolved" if resolved.citations else "abstained",

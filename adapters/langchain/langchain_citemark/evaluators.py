@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from citemark import CitationScorer, CitedAnswer
+from citemark.evaluation import explain
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -75,24 +76,25 @@ def make_citation_evaluator(
         if documents is None:
             documents = _documents(inputs, documents_keys)
         if answer is None:
-            return {"key": KEY, "score": None, "comment": "unassessed: no answer in the outputs"}
+            return _unassessed("no_answer", explain("no_answer"))
         if documents is None:
-            return {"key": KEY, "score": None, "comment": "unassessed: no documents in the run"}
+            # What the scorer says of an empty source list: the same input, the same code.
+            return _unassessed("empty_context", explain("empty_context"))
         question = inputs.get("question")
         question = question if isinstance(question, str) else ""
         sources = documents_to_sources(documents)
         found = scorer.score_sync(answer, sources, question)
         passed = found.deterministic_passed
+        if passed is None:
+            return _unassessed(found.reason or "no_resolved_citations", found.explanation)
         if passed:
-            resolved = len(found.details.get("resolved_citations", ()))
+            resolved = len(found.findings.resolved_citations)
             comment = f"every marker names a given document ({resolved} resolved)"
             if judge is not None:
                 comment += "; " + _opinion(scorer, found)
-        elif passed is None:
-            comment = f"unassessed ({found.reason}): {found.explanation}"
         else:
             comment = found.explanation
-        return {"key": KEY, "score": None if passed is None else int(passed), "comment": comment}
+        return {"key": KEY, "score": int(passed), "comment": comment}
 
     return evaluate
 
@@ -103,8 +105,11 @@ def _opinion(scorer: CitationScorer, graded: CitationScore) -> str:
     identity = f"advisory judge {who}, prompt {scorer.prompt_sha256[:12]}"
     if not graded.assessed:
         return f"{identity} gave no usable opinion ({graded.reason})"
-    band = graded.details.get("raw_score")
-    return f"{identity}, band {band}/3: {graded.explanation}"
+    return f"{identity}, band {graded.judge_band}/3: {graded.explanation}"
+
+
+def _unassessed(code: str, explanation: str) -> dict[str, Any]:
+    return {"key": KEY, "score": None, "comment": f"unassessed ({code}): {explanation}"}
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

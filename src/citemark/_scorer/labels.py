@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeAlias
 
 from citemark._markers import GROUP_PATTERN, masked_spans, parse_markers
 from citemark._render import indent_block, render_sources
@@ -74,6 +74,9 @@ DEFAULT_CITATION_PATTERN: Final = (
 """The default citation syntax: ``[doc-1]``, or ``[doc-1, doc-2]`` for several. Group
 1 holds the label, or labels separated by commas."""
 
+Exclusion: TypeAlias = Literal["empty", "duplicate"]
+"""Why a declared block cannot be cited."""
+
 RESOLVED: Final = "resolved"
 FABRICATED: Final = "fabricated"
 AMBIGUOUS: Final = "ambiguous"
@@ -120,7 +123,7 @@ class Classified(NamedTuple):
     """The citable blocks, label to text, in context order."""
     headers: dict[str, str]
     """Each citable block's label as the context writes it, e.g. ``[doc-1]``."""
-    excluded: list[tuple[str, str]]
+    excluded: list[tuple[str, Exclusion]]
     """Labels the context declares that cannot be cited: (label, "empty"|"duplicate")."""
     occurrences: list[Occurrence]
     """Every marker outside code and link destinations, in order."""
@@ -191,7 +194,7 @@ def classify_sources(response: str, sources: Sequence[Source]) -> Classified:
     """
     blocks: dict[str, str] = {}
     headers: dict[str, str] = {}
-    excluded: list[tuple[str, str]] = []
+    excluded: list[tuple[str, Exclusion]] = []
     for number, source in enumerate(sources, start=1):
         label = str(number)
         if source.text.strip():
@@ -362,7 +365,7 @@ class _LabelJudge:
 
 def _parse_blocks(
     context: str, pattern: re.Pattern[str]
-) -> tuple[dict[str, str], dict[str, str], list[tuple[str, str]]]:
+) -> tuple[dict[str, str], dict[str, str], list[tuple[str, Exclusion]]]:
     starts: list[re.Match[str]] = [
         m
         for m in pattern.finditer(context)
@@ -376,7 +379,7 @@ def _parse_blocks(
         bodies.setdefault(label, []).append((header, context[m.end() : body_end].strip()))
     blocks: dict[str, str] = {}
     headers: dict[str, str] = {}
-    excluded: list[tuple[str, str]] = []
+    excluded: list[tuple[str, Exclusion]] = []
     for label, found in bodies.items():
         if len(found) > 1:
             excluded.append((label, "duplicate"))

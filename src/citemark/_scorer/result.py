@@ -10,20 +10,20 @@ sentences and the codes cannot drift apart.
 
 from __future__ import annotations
 
-import json
+import functools
 from collections import Counter
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
-from citemark._scorer.labels import AMBIGUOUS, FABRICATED, IGNORED, RESOLVED
+from citemark._reasons import REASONS as REASONS_ALL
+from citemark._reasons import SCORER_REASONS, explain
+from citemark._scorer.findings import NO_FINDINGS, ScoreFindings
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
 __all__ = [
-    "CITATION_KEYS",
     "REASONS",
     "CitationScore",
     "coverage_report",
@@ -32,22 +32,8 @@ __all__ = [
     "unassessed",
 ]
 
-_REASONS: Final = {
-    "empty_context": "the context is empty, so there is nothing a citation could name",
-    "no_resolved_citations": "the response has no citation that names a source",
-    "unsupported_label_style": "source labels are not distinguishable from ordinary text",
-    "partial_citation_coverage": "only some of the response's citations could be resolved",
-    "no_judge": "no judge was configured to grade the resolved citations",
-    "judge_call_failed": "the call to the judge failed",
-    "invalid_judge_output": "the judge returned unusable output",
-    "incomplete_judge_verdicts": "the judge did not assess every citation",
-    "contradictory_judge_verdicts": "the judge returned more than one verdict for a citation",
-    "judge_score_contradicts_verdicts": "the judge's score contradicts its own verdicts",
-    "occurrence_tagging_failed": "the response could not be tagged for the judge",
-    "scoring_error": "scoring this row raised an error",
-}
-REASONS: Final = MappingProxyType(_REASONS)
-"""Each un-assessed reason code and the sentence that explains it."""
+REASONS: Final = SCORER_REASONS
+"""Each un-assessed reason code the scorer uses and the sentence that explains it."""
 
 
 class CitationScore(BaseModel):
@@ -100,9 +86,46 @@ class CitationScore(BaseModel):
     """What happened, for a person: the judge's words, a deterministic finding, or
     the reason's sentence with its particulars."""
 
-    details: dict[str, Any] = Field(default_factory=dict)
-    """Every finding, JSON-safe: the classified markers, the sentence coverage, and
-    the judge's audit fields (see the scorer docs for the keys)."""
+    findings: ScoreFindings = Field(default=NO_FINDINGS, exclude=True)
+    """Every finding, typed: the classified markers, the sentence coverage, and the
+    judge's audit fields. `details` is its JSON form."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @functools.cached_property
+    def details(self) -> dict[str, Any]:
+        """Every finding, JSON-safe: ``findings.model_dump(mode="json")``.
+
+        This is the shape ``rows.jsonl`` stores (see the scorer docs for the keys).
+        Fields a row never set (an unscored row's classification) are left out.
+        """
+        return self.findings.model_dump(mode="json", exclude_unset=True)
+
+    @property
+    def outcome(self) -> Literal["passed", "failed", "unassessed"]:
+        """``passed``, ``failed`` or ``unassessed``."""
+        if not self.assessed:
+            return "unassessed"
+        return "passed" if self.passed else "failed"
+
+    @property
+    def is_violation(self) -> bool:
+        """Whether the row failed on a deterministic finding: what ``--fail-on-violation`` gates on.
+
+        That is a row the scorer failed on a finding made in code, listed in
+        ``findings.deterministic_failures``: a fabricated citation (an integer marker
+        outside the source range, or a label-shaped marker naming no block), or
+        sentence coverage below a minimum the caller set. A judge's verdict never is one.
+        """
+        return self.assessed and not self.passed and self.findings.violated
+
+    @property
+    def judge_band(self) -> int | None:
+        """The judge's band (0-3) when its reply carried a valid one, else None.
+
+        The band is an opinion: it is recorded, and it never changes
+        `deterministic_passed` or `is_violation`.
+        """
+        return self.findings.raw_score
 
     @property
     def deterministic_passed(self) -> bool | None:
@@ -115,15 +138,15 @@ class CitationScore(BaseModel):
         ambiguous marker leaves the row partly resolved. This is what an adapter
         reports as pass or fail: the judge's opinion never changes it.
         """
-        details = self.details
-        if details.get("deterministic_failures"):
+        findings = self.findings
+        if findings.violated:
             return False
-        if details.get("ambiguous_citations") or not details.get("resolved_citations"):
+        if findings.ambiguous_citations or not findings.resolved_citations:
             return None
         return True
 
     @model_validator(mode="after")
-    def _check_consistent(self, info: ValidationInfo) -> CitationScore:
+    def _check_consistent(self) -> CitationScore:
         if self.assessed:
             if self.passed is None or self.score is None or self.reason is not None:
                 msg = "an assessed score has passed and score, and no reason"
@@ -134,11 +157,6 @@ class CitationScore(BaseModel):
         elif self.passed is not None or self.score is not None or not self.reason:
             msg = "an un-assessed score has a reason, and passed and score are None"
             raise ValueError(msg)
-        # The scorer builds details from str, int, bool, None and finite ratios only,
-        # and its tests serialize every path; re-encoding a hundred thousand markers
-        # per row to prove it again would cost more than scoring them.
-        if info.context is not _BUILT_BY_SCORER:
-            _check_json_safe(self.details)
         return self
 
 
@@ -176,43 +194,30 @@ def coverage_report(scores: Iterable[CitationScore]) -> dict[str, Any]:
     """
     outcomes = {"passed": 0, "failed": 0, "unassessed": 0}
     reasons: Counter[str] = Counter()
-    citations = dict.fromkeys((RESOLVED, FABRICATED, AMBIGUOUS, IGNORED), 0)
+    citations = dict.fromkeys(("resolved", "fabricated", "ambiguous", "ignored"), 0)
     deterministic = 0
     rows = 0
     for result in scores:
         rows += 1
+        outcomes[result.outcome] += 1
         if not result.assessed:
-            outcomes["unassessed"] += 1
             reasons[result.reason or ""] += 1
-        else:
-            outcomes["passed" if result.passed else "failed"] += 1
-            if result.details.get("deterministic_failures"):
-                deterministic += 1
-        for kind, key in CITATION_KEYS.items():
-            entries = result.details.get(key)
-            citations[kind] += len(entries) if isinstance(entries, list) else 0
+        elif result.findings.violated:
+            deterministic += 1
+        for kind, count in result.findings.marker_counts.items():
+            citations[kind] += count
     assessed = outcomes["passed"] + outcomes["failed"]
     return {
         "rows": rows,
         "outcomes": outcomes,
         "assessed_share": assessed / rows if rows else None,
         "reasons": {
-            code: {"count": count, "description": _REASONS.get(code, code)}
+            code: {"count": count, "description": REASONS_ALL.get(code, code)}
             for code, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
         },
         "citations": citations,
         "deterministic_failures": deterministic,
     }
-
-
-CITATION_KEYS: Final = {
-    RESOLVED: "resolved_citations",
-    FABRICATED: "fabricated_citations",
-    AMBIGUOUS: "ambiguous_citations",
-    IGNORED: "ignored_markers",
-}
-
-_BUILT_BY_SCORER: Final = {"built_by": "citemark.CitationScorer"}
 
 
 def result(  # noqa: PLR0913 - the model's own fields
@@ -222,36 +227,33 @@ def result(  # noqa: PLR0913 - the model's own fields
     score: float | None,
     reason: str | None,
     explanation: str,
-    details: dict[str, Any],
+    findings: ScoreFindings,
 ) -> CitationScore:
-    """Build a score the scorer computed: validated, but details not re-encoded."""
-    fields = {
-        "assessed": assessed,
-        "passed": passed,
-        "score": score,
-        "reason": reason,
-        "explanation": explanation,
-        "details": details,
-    }
-    return CitationScore.model_validate(fields, context=_BUILT_BY_SCORER)
+    """Build a score the scorer computed from its findings."""
+    return CitationScore(
+        assessed=assessed,
+        passed=passed,
+        score=score,
+        reason=reason,
+        explanation=explanation,
+        findings=findings,
+    )
 
 
-def unassessed(code: str, details: dict[str, Any], particulars: str = "") -> CitationScore:
+def unassessed(code: str, findings: ScoreFindings, particulars: str = "") -> CitationScore:
     """Leave a row un-assessed under ``code``: its sentence, then any structural particulars."""
-    sentence = _REASONS[code]
-    explanation = f"Not assessed: {sentence}" + (f" ({particulars})." if particulars else ".")
     return result(
         assessed=False,
         passed=None,
         score=None,
         reason=code,
-        explanation=explanation,
-        details=details,
+        explanation=explain(code, particulars),
+        findings=findings,
     )
 
 
 def failed(
-    failures: list[str], details: dict[str, Any], judge_text: str | None = None
+    failures: list[str], findings: ScoreFindings, judge_text: str | None = None
 ) -> CitationScore:
     """Fail a row on deterministic findings: score 0, the findings first, the judge after."""
     explanation = "Failed: " + "; ".join(failures) + "."
@@ -263,19 +265,5 @@ def failed(
         score=0.0,
         reason=None,
         explanation=explanation,
-        details=details,
+        findings=findings,
     )
-
-
-def _check_json_safe(details: dict[str, Any]) -> None:
-    """Refuse details that ``json.dumps(allow_nan=False)`` cannot serialize.
-
-    The encoder itself is the check (it runs in C, and a row's details can hold a
-    hundred thousand markers); its message is replaced, since it may quote a value.
-    """
-    try:
-        json.dumps(details, allow_nan=False)
-    except (ValueError, TypeError, RecursionError) as exc:
-        kind = "a non-finite number" if isinstance(exc, ValueError) else type(exc).__name__
-        msg = f"details must be JSON-safe: json.dumps(allow_nan=False) failed ({kind})"
-        raise ValueError(msg) from None

@@ -27,9 +27,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 from citemark._chat import ChatModel
 from citemark._errors import ChatError
 from citemark._models import Source
+from citemark._scorer.findings import (
+    CitedMarker,
+    ExcludedLabel,
+    JudgeCallFailure,
+    JudgeIdentity,
+    ResolvedCitation,
+    ScoreFindings,
+    UnresolvedMarker,
+    ViolationCode,
+)
 from citemark._scorer.labels import (
+    AMBIGUOUS,
     DEFAULT_CITATION_PATTERN,
     DEFAULT_LABEL_PATTERN,
+    FABRICATED,
     RESOLVED,
     Classified,
     Occurrence,
@@ -47,7 +59,6 @@ from citemark._scorer.prompt import (
 )
 from citemark._scorer.reply import check_reply
 from citemark._scorer.result import (
-    CITATION_KEYS,
     REASONS,
     CitationScore,
     coverage_report,
@@ -221,28 +232,30 @@ class CitationScorer:
                 is neither a string nor a sequence of `Source`.
         """
         found = self._classify(response, sources, question)
-        details = _findings(found, response, self._judge)
+        findings = _findings(found, response, self._judge)
         if found.empty:
-            return unassessed("empty_context", details)
+            return unassessed("empty_context", findings)
         resolved = [occ for occ in found.occurrences if occ.kind == RESOLVED]
-        failures = self._failures(found, details, sources)
-        if not failures:
-            ambiguous = len(details["ambiguous_citations"])
+        codes, failures = self._failures(found, findings, sources)
+        if codes:
+            findings = findings.model_copy(update={"deterministic_failures": codes})
+        else:
+            ambiguous = len(findings.ambiguous_citations)
             if ambiguous:
                 noun = "citation" if ambiguous == 1 else "citations"
                 return unassessed(
                     "partial_citation_coverage",
-                    details,
+                    findings,
                     f"{ambiguous} {noun} could not be resolved to exactly one block",
                 )
             if not resolved:
-                unstructured = found.labelled and not found.accusable and details["ignored_markers"]
+                unstructured = found.labelled and not found.accusable and findings.ignored_markers
                 code = "unsupported_label_style" if unstructured else "no_resolved_citations"
-                return unassessed(code, details)
+                return unassessed(code, findings)
             if self._judge is None:
-                return unassessed("no_judge", details)
+                return unassessed("no_judge", findings)
         if not resolved or self._judge is None:
-            return failed(failures, details)
+            return failed(failures, findings)
         return await self._judged(
             self._judge,
             response=response,
@@ -251,7 +264,7 @@ class CitationScorer:
             found=found,
             resolved=resolved,
             failures=failures,
-            details=details,
+            findings=findings,
         )
 
     def score_sync(self, response: str, sources: Sources, question: str = "") -> CitationScore:
@@ -336,10 +349,11 @@ class CitationScorer:
             response, sources, question = _unpack(row)
             return await self.score(response, sources, question)
         except ChatError as exc:
-            return unassessed("judge_call_failed", {"judge_error": _chat_error(exc)})
+            return unassessed("judge_call_failed", ScoreFindings(judge_error=_chat_error(exc)))
         except Exception as exc:  # noqa: BLE001 - one row's failure never stops the batch
             # Only the type's name: an exception's message may quote the row.
-            return unassessed("scoring_error", {"error": type(exc).__name__}, type(exc).__name__)
+            kind = type(exc).__name__
+            return unassessed("scoring_error", ScoreFindings(error=kind), kind)
 
     def _classify(self, response: object, sources: object, question: object) -> Classified:
         if not isinstance(response, str):
@@ -359,12 +373,15 @@ class CitationScorer:
                 raise TypeError(msg)
         return classify_sources(response, sources)
 
-    def _failures(self, found: Classified, details: dict[str, Any], sources: object) -> list[str]:
-        """The deterministic failures of a row, as sentences; empty when there are none."""
+    def _failures(
+        self, found: Classified, findings: ScoreFindings, sources: object
+    ) -> tuple[tuple[ViolationCode, ...], list[str]]:
+        """The deterministic violations of a row, as codes and as sentences."""
+        codes: list[ViolationCode] = []
         failures: list[str] = []
-        fabricated = list(dict.fromkeys(e["label"] for e in details["fabricated_citations"]))
+        fabricated = list(dict.fromkeys(e.label for e in findings.fabricated_citations))
         if fabricated:
-            details["deterministic_failures"].append("fabricated_citation")
+            codes.append("fabricated_citation")
             shown = _listing(fabricated)
             if isinstance(sources, str):
                 what = (
@@ -380,19 +397,19 @@ class CitationScorer:
                 failures.append(
                     f"the response cites {what} outside the {given} {noun} it was given: {shown}"
                 )
-        coverage = details["sentence_coverage"]["coverage"]
+        coverage = findings.sentence_coverage
         if (
             self._min_coverage is not None
             and coverage is not None
-            and coverage < self._min_coverage
+            and coverage.coverage is not None
+            and coverage.coverage < self._min_coverage
         ):
-            details["deterministic_failures"].append("sentence_coverage_below_minimum")
+            codes.append("sentence_coverage_below_minimum")
             failures.append(
-                f"{details['sentence_coverage']['cited_sentences']} of "
-                f"{details['sentence_coverage']['sentences']} sentences carry a resolved "
-                f"citation, below the minimum share of {self._min_coverage:.0%}"
+                f"{coverage.cited_sentences} of {coverage.sentences} sentences carry a "
+                f"resolved citation, below the minimum share of {self._min_coverage:.0%}"
             )
-        return failures
+        return tuple(codes), failures
 
     async def _judged(  # noqa: PLR0913 - the row's parts, computed once by score
         self,
@@ -404,7 +421,7 @@ class CitationScorer:
         found: Classified,
         resolved: list[Occurrence],
         failures: list[str],
-        details: dict[str, Any],
+        findings: ScoreFindings,
     ) -> CitationScore:
         reserved = self._label_pattern.pattern + self._citation_pattern.pattern
         delimiters = choose_delimiters(response, reserved)
@@ -413,10 +430,10 @@ class CitationScorer:
         restored, count = remove_tags(annotated, *delimiters)
         if restored != response or count != len(resolved):
             if failures:
-                return failed(failures, details)
-            return unassessed("occurrence_tagging_failed", details)
+                return failed(failures, findings)
+            return unassessed("occurrence_tagging_failed", findings)
         graded = [occ.label for occ in resolved]
-        fabricated = list(dict.fromkeys(e["label"] for e in details["fabricated_citations"]))
+        fabricated = list(dict.fromkeys(e.label for e in findings.fabricated_citations))
         example = next((label for label in found.blocks if label != graded[0]), graded[0])
         prompt = render_scorer_prompt(
             context=render_blocks(found, sources),
@@ -427,29 +444,32 @@ class CitationScorer:
             fabricated=fabricated,
             example_label=example,
         )
-        details["judge_called"] = True
+        findings = findings.model_copy(update={"judge_called": True})
         try:
             reply = await judge.complete(prompt)
         except ChatError as exc:
-            details["judge_error"] = _chat_error(exc)
+            findings = findings.model_copy(update={"judge_error": _chat_error(exc)})
             if failures:
-                return failed(failures, details)
-            return unassessed("judge_call_failed", details)
+                return failed(failures, findings)
+            return unassessed("judge_call_failed", findings)
         check = check_reply(reply, graded, found.blocks, response)
-        details.update(
-            raw_score=check.score,
-            rejected_raw_score=check.rejected_score,
-            judge_explanation=check.explanation,
-            judge_reply_type=check.reply_type,
-            discarded_verdicts=len(check.discarded),
-            discarded_verdict_reasons=check.discarded,
+        kept = tuple(check.verdicts)
+        findings = findings.model_copy(
+            update={
+                "raw_score": check.score,
+                "rejected_raw_score": check.rejected_score,
+                "judge_explanation": check.explanation,
+                "judge_reply_type": check.reply_type,
+                "discarded_verdicts": len(check.discarded),
+                "discarded_verdict_reasons": tuple(check.discarded),
+                "verified_verdicts" if check.reason else "verdicts": kept,
+            }
         )
-        details["verified_verdicts" if check.reason else "verdicts"] = check.verdicts
         if failures:
-            details["judge_rejection"] = check.reason
-            return failed(failures, details, check.explanation)
+            findings = findings.model_copy(update={"judge_rejection": check.reason})
+            return failed(failures, findings, check.explanation)
         if check.reason is not None:
-            return unassessed(check.reason, details, check.problem)
+            return unassessed(check.reason, findings, check.problem)
         band = check.score if check.score is not None else 0
         return result(
             assessed=True,
@@ -457,65 +477,78 @@ class CitationScorer:
             score=band / _THIRDS,
             reason=None,
             explanation=check.explanation or "",
-            details=details,
+            findings=findings,
         )
 
 
-def _findings(found: Classified, response: str, judge: ChatModel | None) -> dict[str, Any]:
-    """The deterministic details of a row, with the judge fields at their defaults."""
-    lists: dict[str, list[dict[str, Any]]] = {key: [] for key in CITATION_KEYS.values()}
+def _findings(found: Classified, response: str, judge: ChatModel | None) -> ScoreFindings:
+    """The deterministic findings of a row, with the judge fields at their defaults."""
+    resolved: list[ResolvedCitation] = []
+    fabricated: list[CitedMarker] = []
+    ambiguous: list[UnresolvedMarker] = []
+    ignored: list[UnresolvedMarker] = []
     blanked = list(found.masked)
     cited: list[int] = []
     for occ in found.occurrences:
-        entry: dict[str, Any] = {
-            "label": occ.label,
-            "start": occ.start,
-            "end": occ.end,
-            "link": occ.link,
-        }
         blanked.append((occ.start, occ.end))
         if occ.kind == RESOLVED:
-            entry = {"occurrence": len(lists["resolved_citations"]) + 1, **entry}
             cited.append(occ.start)
-        elif occ.why is not None:
-            entry["why"] = occ.why
-        lists[CITATION_KEYS[occ.kind]].append(entry)
-    return {
-        "labels": list(found.blocks),
-        "excluded_labels": [{"label": label, "why": why} for label, why in found.excluded],
-        **lists,
-        "markers_in_code": found.in_code,
-        "sentence_coverage": sentence_coverage(response, blanked, cited),
-        "deterministic_failures": [],
-        "judge": None
+            resolved.append(
+                ResolvedCitation(
+                    occurrence=len(resolved) + 1,
+                    label=occ.label,
+                    start=occ.start,
+                    end=occ.end,
+                    link=occ.link,
+                )
+            )
+        elif occ.kind == FABRICATED:
+            fabricated.append(
+                CitedMarker(label=occ.label, start=occ.start, end=occ.end, link=occ.link)
+            )
+        else:
+            entry = UnresolvedMarker(
+                label=occ.label, start=occ.start, end=occ.end, link=occ.link, why=occ.why or ""
+            )
+            (ambiguous if occ.kind == AMBIGUOUS else ignored).append(entry)
+    # Every field is set explicitly (error aside), so the dump keeps them all.
+    return ScoreFindings(
+        labels=tuple(found.blocks),
+        excluded_labels=tuple(ExcludedLabel(label=label, why=why) for label, why in found.excluded),
+        resolved_citations=tuple(resolved),
+        fabricated_citations=tuple(fabricated),
+        ambiguous_citations=tuple(ambiguous),
+        ignored_markers=tuple(ignored),
+        markers_in_code=found.in_code,
+        sentence_coverage=sentence_coverage(response, blanked, cited),
+        deterministic_failures=(),
+        judge=None
         if judge is None
-        else {
-            "provider": judge.provider,
-            "model": judge.model_name,
-            "prompt_sha256": SCORER_PROMPT_SHA256,
-        },
-        "judge_called": False,
-        "judge_error": None,
-        "raw_score": None,
-        "rejected_raw_score": None,
-        "judge_explanation": None,
-        "judge_reply_type": None,
-        "judge_rejection": None,
-        "verdicts": [],
-        "verified_verdicts": [],
-        "discarded_verdicts": 0,
-        "discarded_verdict_reasons": [],
-    }
+        else JudgeIdentity(
+            provider=judge.provider, model=judge.model_name, prompt_sha256=SCORER_PROMPT_SHA256
+        ),
+        judge_called=False,
+        judge_error=None,
+        raw_score=None,
+        rejected_raw_score=None,
+        judge_explanation=None,
+        judge_reply_type=None,
+        judge_rejection=None,
+        verdicts=(),
+        verified_verdicts=(),
+        discarded_verdicts=0,
+        discarded_verdict_reasons=(),
+    )
 
 
-def _chat_error(exc: ChatError) -> dict[str, Any]:
-    return {
-        "type": type(exc).__name__,
-        "provider": exc.provider,
-        "model": exc.model,
-        "status": exc.status,
-        "reason": exc.reason,
-    }
+def _chat_error(exc: ChatError) -> JudgeCallFailure:
+    return JudgeCallFailure(
+        type=type(exc).__name__,
+        provider=exc.provider,
+        model=exc.model,
+        status=exc.status,
+        reason=exc.reason,
+    )
 
 
 def _unpack(row: object) -> tuple[Any, Any, Any]:

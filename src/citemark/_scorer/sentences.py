@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from citemark._scorer.findings import SentenceCoverage
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -39,7 +41,7 @@ _NONBLANK = re.compile(r"\S")
 
 def sentence_coverage(
     text: str, blanked: Iterable[tuple[int, int]], cited: Iterable[int]
-) -> dict[str, Any]:
+) -> SentenceCoverage:
     """Measure how many sentences of ``text`` carry a resolved citation.
 
     Args:
@@ -49,7 +51,7 @@ def sentence_coverage(
         cited: The offsets at which resolved citations start.
 
     Returns:
-        A JSON-safe dict: ``sentences`` (how many), ``cited_sentences``, ``coverage``
+        The coverage: ``sentences`` (how many), ``cited_sentences``, ``coverage``
         (their ratio, or None when there is no sentence) and ``uncited_sentences``
         (the text of each uncited sentence, stripped, in order).
     """
@@ -97,16 +99,16 @@ def sentence_coverage(
             carrying[owner] = True
     total = len(sentences)
     cited_count = sum(carrying)
-    return {
-        "sentences": total,
-        "cited_sentences": cited_count,
-        "coverage": cited_count / total if total else None,
-        "uncited_sentences": [
+    return SentenceCoverage(
+        sentences=total,
+        cited_sentences=cited_count,
+        coverage=cited_count / total if total else None,
+        uncited_sentences=tuple(
             text[start:end].strip()
             for (start, end), hit in zip(sentences, carrying, strict=True)
             if not hit
-        ],
-    }
+        ),
+    )
 
 
 def _ends(plain: str) -> list[int]:

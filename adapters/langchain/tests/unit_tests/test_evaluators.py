@@ -10,6 +10,7 @@ from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage
 
 from citemark import CitedAnswer
+from citemark.evaluation import explain
 from langchain_citemark import LangChainChat, make_citation_evaluator
 
 
@@ -66,7 +67,10 @@ class TestEvaluator:
     def test_unassessed_has_no_score(self):
         """Without documents there is no score, never an invented one."""
         result = make_citation_evaluator()(run({"answer": "x [1]"}), None)
-        assert (None, "unassessed: no documents in the run") == (result["score"], result["comment"])
+        assert (None, "unassessed (empty_context): " + explain("empty_context")) == (
+            result["score"],
+            result["comment"],
+        )
 
     def test_judge_only_comments(self):
         """A judge grading the citation unsupported changes the comment, never the score."""

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.response.schema import Response
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.llms import LLM
 
 from citemark import (
     ChatModel,
+    Citation,
     CitationScorer,
     CitemarkError,
     Source,
@@ -33,6 +34,7 @@ from citemark import (
     resolve,
     verify_citation,
 )
+from citemark.evaluation import ScoreFindings, explain
 from llama_index.postprocessor.citemark import LlamaIndexChat, nodes_to_sources
 
 if TYPE_CHECKING:
@@ -40,31 +42,43 @@ if TYPE_CHECKING:
 
     from llama_index.core.prompts.mixin import PromptDictType
 
-    from citemark import Citation, CitationScore, DocumentReader
+    from citemark import CitationScore, DocumentReader
 
-__all__ = ["CitationEvaluator", "CitemarkEvaluationResult"]
+__all__ = ["CitationEvaluator", "CitemarkEvaluationResult", "SpanCheck"]
 
-# Codes this adapter adds to the scorer's (CitationScorer.REASONS).
-_ADAPTER_REASONS = {
-    "no_answer": "the response has no answer text",
-    "numbering_unknown": "the source nodes are not numbered [1]..[N] once each",
-    "evaluation_error": "evaluating this row raised an error",
-}
 # A verification outcome that shows a citation does not point at what it claims.
 _BROKEN = frozenset({"mismatch", "drifted"})
+
+
+class SpanCheck(BaseModel):
+    """One resolved citation re-read from its document by the evaluator's reader."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    marker: int
+    """The marker the citation resolved from."""
+    outcome: str
+    """`citemark.Verification` outcome: ``verified``, ``mismatch``, ``drifted``, ..."""
 
 
 class CitemarkEvaluationResult(EvaluationResult):
     """An ``EvaluationResult`` with citemark's findings attached.
 
-    ``score`` is always ``None``: nothing here is a number to average.
+    ``score`` is always ``None``: nothing here is a number to average. The typed
+    facts are ``findings`` (the scorer's), ``citations`` and ``verifications`` (this
+    adapter's own); ``details`` is their JSON form.
     """
 
+    findings: ScoreFindings | None = Field(default=None, exclude=True)
+    """The scorer's typed findings, or None when the scorer did not run."""
+    citations: tuple[Citation, ...] = Field(default=(), exclude=True)
+    """The resolved citations (node id as ``chunk_id``, document id, offsets)."""
+    verifications: tuple[SpanCheck, ...] | None = Field(default=None, exclude=True)
+    """Each citation re-read from its document, when a reader was given."""
     details: dict[str, Any] = Field(default_factory=dict)
     """Every finding, JSON-safe: for `CitationEvaluator`, the scorer's details (the
     classified markers, sentence coverage, the judge's identity, band and verdicts),
-    the resolved ``citations`` (node id as ``chunk_id``, document id, offsets) and,
-    with a reader, their ``verifications``."""
+    the resolved ``citations`` and, with a reader, their ``verifications``."""
 
 
 class CitationEvaluator(BaseEvaluator):
@@ -198,7 +212,6 @@ class CitationEvaluator(BaseEvaluator):
         if not isinstance(answer, str) or not answer.strip():
             return _invalid("no_answer", query, answer, contexts)
         score = await self._scorer.score(answer, sources, query or "")
-        details = dict(score.details)
         # passing is the deterministic outcome alone: a judge that fails, or whose
         # reply is unusable, changes the feedback, never passing or validity.
         deterministic = score.deterministic_passed
@@ -210,11 +223,20 @@ class CitationEvaluator(BaseEvaluator):
                 invalid_result=True,
                 invalid_reason=score.reason or "no_resolved_citations",
                 feedback=score.explanation,
-                details=details,
+                findings=score.findings,
+                details=score.details,
             )
+        citations: tuple[Citation, ...] = ()
+        checks: tuple[SpanCheck, ...] | None = None
         failures = [] if deterministic else [score.explanation]
         if not failures:
-            failures = self._verify(resolve(answer, sources).citations, details)
+            citations = resolve(answer, sources).citations
+            checks = self._verify(citations)
+            broken = [f"[{c.marker}] {c.outcome}" for c in checks or () if c.outcome in _BROKEN]
+            if broken:
+                failures = [
+                    f"Failed: cited spans do not re-read from their documents: {', '.join(broken)}."
+                ]
         # A judge that failed or replied unusably makes the row invalid as a graded
         # row (invalid_reason says why), while passing keeps the deterministic result.
         judge_problem = None if score.assessed or score.reason == "no_judge" else score.reason
@@ -225,22 +247,22 @@ class CitationEvaluator(BaseEvaluator):
             passing=not failures,
             invalid_result=judge_problem is not None and not failures,
             invalid_reason=judge_problem if not failures else None,
-            feedback=" ".join(failures) or _passed(score, details),
-            details=details,
+            feedback=" ".join(failures) or _passed(score, len(citations)),
+            findings=score.findings,
+            citations=citations,
+            verifications=checks,
+            details=_details(score, citations, checks),
         )
 
-    def _verify(self, citations: Sequence[Citation], details: dict[str, Any]) -> list[str]:
-        """Record the citations (and their re-reading); return failures as sentences."""
-        details["citations"] = [citation.model_dump() for citation in citations]
+    def _verify(self, citations: Sequence[Citation]) -> tuple[SpanCheck, ...] | None:
+        """Re-read each citation from its document; None without a reader."""
         if self._reader is None:
-            return []
-        outcomes = [(c.marker, verify_citation(c, self._reader).outcome) for c in citations]
-        details["verifications"] = [{"marker": m, "outcome": o} for m, o in outcomes]
-        broken = [f"[{marker}] {outcome}" for marker, outcome in outcomes if outcome in _BROKEN]
-        if not broken:
-            return []
-        details["deterministic_failures"] = [*details["deterministic_failures"], "span_mismatch"]
-        return [f"Failed: cited spans do not re-read from their documents: {', '.join(broken)}."]
+            return None
+        reader = self._reader
+        return tuple(
+            SpanCheck(marker=c.marker, outcome=verify_citation(c, reader).outcome)
+            for c in citations
+        )
 
 
 def _chat(judge: LLM | ChatModel | None) -> ChatModel | None:
@@ -252,20 +274,33 @@ def _chat(judge: LLM | ChatModel | None) -> ChatModel | None:
     return judge
 
 
-def _passed(score: CitationScore, details: dict[str, Any]) -> str:
-    count = len(details["citations"])
+def _details(
+    score: CitationScore, citations: Sequence[Citation], checks: Sequence[SpanCheck] | None
+) -> dict[str, Any]:
+    """The JSON form of a graded row: the scorer's details, then this adapter's facts."""
+    details = dict(score.details)
+    details["citations"] = [citation.model_dump() for citation in citations]
+    if checks is None:
+        return details
+    details["verifications"] = [check.model_dump() for check in checks]
+    if any(check.outcome in _BROKEN for check in checks):
+        details["deterministic_failures"] = [*details["deterministic_failures"], "span_mismatch"]
+    return details
+
+
+def _passed(score: CitationScore, count: int) -> str:
     noun = "citation names a source" if count == 1 else "citations name sources"
     found = f"{count} {noun} the answer was given."
-    judge = details.get("judge")
-    if not isinstance(judge, dict):
+    judge = score.findings.judge
+    if judge is None:
         return f"{found} No judge was configured."
     if not score.assessed:
         return f"{found} The advisory judge gave no usable opinion ({score.reason})."
     opinion = (
-        f"{found} Advisory judge {judge['provider']}/{judge['model']} "
-        f"(prompt {str(judge['prompt_sha256'])[:12]}) gave band {details.get('raw_score')}/3"
+        f"{found} Advisory judge {judge.provider}/{judge.model} "
+        f"(prompt {judge.prompt_sha256[:12]}) gave band {score.judge_band}/3"
     )
-    said = details.get("judge_explanation")
+    said = score.findings.judge_explanation
     return f"{opinion}: {said}" if said else f"{opinion}."
 
 
@@ -278,7 +313,7 @@ def _invalid(
         contexts=contexts,
         invalid_result=True,
         invalid_reason=code,
-        feedback=f"Not assessed: {_ADAPTER_REASONS[code]}.",
+        feedback=explain(code),
     )
 
 

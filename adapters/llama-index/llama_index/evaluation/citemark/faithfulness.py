@@ -27,6 +27,7 @@ from citemark import (
     JudgeError,
     Source,
 )
+from citemark.evaluation import explain
 from llama_index.evaluation.citemark.base import CitemarkEvaluationResult
 from llama_index.postprocessor.citemark import LlamaIndexChat
 
@@ -36,14 +37,6 @@ if TYPE_CHECKING:
     from llama_index.core.prompts.mixin import PromptDictType
 
 __all__ = ["StrictFaithfulnessEvaluator"]
-
-_REASONS = {
-    "no_answer": "the response has no answer text",
-    "empty_context": "no contexts were given, so there is nothing to be faithful to",
-    "judge_call_failed": "the call to the judge failed",
-    "invalid_judge_output": "the judge returned unusable output",
-    "evaluation_error": "evaluating this row raised an error",
-}
 
 
 class StrictFaithfulnessEvaluator(BaseEvaluator):
@@ -180,11 +173,10 @@ def _template(template: str | BasePromptTemplate | None) -> str:
 def _invalid(
     code: str, row: dict[str, Any], identity: dict[str, str], why: str = ""
 ) -> CitemarkEvaluationResult:
-    sentence = _REASONS[code] + (f" ({why})" if why else "")
     return CitemarkEvaluationResult(
         **row,
         invalid_result=True,
         invalid_reason=code,
-        feedback=f"Not assessed: {sentence}.",
+        feedback=explain(code, why),
         details={"judge": identity, "verdict": None},
     )

@@ -1,0 +1,74 @@
+"""Un-assessed reason codes and their sentences: one vocabulary for the core and both adapters.
+
+A row that cannot be graded honestly carries a stable code (SPEC §3.9) and a sentence
+a person reads. The scorer, ``citemark check``, the HTML report, the LangChain
+callback and evaluator and the LlamaIndex evaluator all take both from `REASONS`, so
+the same input gets the same code wherever it is checked. Codes keep their meaning
+once published; new ones may be added.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Final
+
+__all__ = ["ADAPTER_REASONS", "REASONS", "SCORER_REASONS", "explain"]
+
+_SCORER: Final = {
+    "empty_context": "the context is empty, so there is nothing a citation could name",
+    "no_resolved_citations": "the response has no citation that names a source",
+    "unsupported_label_style": "source labels are not distinguishable from ordinary text",
+    "partial_citation_coverage": "only some of the response's citations could be resolved",
+    "no_judge": "no judge was configured to grade the resolved citations",
+    "judge_call_failed": "the call to the judge failed",
+    "invalid_judge_output": "the judge returned unusable output",
+    "incomplete_judge_verdicts": "the judge did not assess every citation",
+    "contradictory_judge_verdicts": "the judge returned more than one verdict for a citation",
+    "judge_score_contradicts_verdicts": "the judge's score contradicts its own verdicts",
+    "occurrence_tagging_failed": "the response could not be tagged for the judge",
+    "scoring_error": "scoring this row raised an error",
+}
+
+# What an adapter meets before the scorer runs: no answer where one was expected,
+# documents whose numbering cannot be recovered, or its own failure.
+_ADAPTER: Final = {
+    "no_answer": "the response has no answer text",
+    "numbering_unknown": "the sources are not numbered [1]..[N] once each",
+    "evaluation_error": "evaluating this row raised an error",
+    "chain_error": "the chain raised before it produced an answer",
+}
+
+SCORER_REASONS: Final = MappingProxyType(_SCORER)
+"""The codes `citemark.CitationScorer` can leave a row un-assessed with."""
+
+ADAPTER_REASONS: Final = MappingProxyType(_ADAPTER)
+"""The codes an adapter adds for what it meets before the scorer runs."""
+
+REASONS: Final = MappingProxyType(_SCORER | _ADAPTER)
+"""Every un-assessed reason code and the sentence that explains it."""
+
+
+def explain(code: str, particulars: str = "") -> str:
+    """The explanation of a row left un-assessed under ``code``.
+
+    Args:
+        code: A code from `REASONS`.
+        particulars: Structural facts to add in parentheses (counts, numbers); never
+            untrusted text.
+
+    Returns:
+        ``"Not assessed: <sentence>."``, with the particulars before the period.
+
+    Raises:
+        KeyError: ``code`` is not a known reason code.
+
+    Example:
+        ```python
+        from citemark.evaluation import explain
+
+        print(explain("no_judge"))
+        #> Not assessed: no judge was configured to grade the resolved citations.
+        ```
+    """
+    sentence = REASONS[code]
+    return f"Not assessed: {sentence}" + (f" ({particulars})." if particulars else ".")

@@ -1,0 +1,65 @@
+"""Grading recorded answers: the citation scorer, its typed findings and the reason vocabulary.
+
+This is the public home of everything about evaluating answers a pipeline already
+wrote: `CitationScorer` and the `CitationScore` it returns, the typed
+`ScoreFindings` behind ``CitationScore.details``, `coverage_report` over a batch,
+and the un-assessed reason codes with their sentences (`REASONS`, `explain`), which
+the core and both adapters share so that one input gets one code everywhere.
+
+Example:
+    ```python
+    from citemark import Source
+    from citemark.evaluation import CitationScorer
+
+    score = CitationScorer().score_sync("Fees rise [2].", [Source(text="Fees rise.", doc_id="a")])
+    print(score.outcome, score.is_violation, score.findings.fabricated_citations[0].label)
+    #> failed True 2
+    ```
+"""
+
+from __future__ import annotations
+
+from citemark._reasons import ADAPTER_REASONS, REASONS, SCORER_REASONS, explain
+from citemark._scorer.findings import (
+    CitedMarker,
+    ExcludedLabel,
+    JudgeCallFailure,
+    JudgeIdentity,
+    MarkerClass,
+    ResolvedCitation,
+    ScoreFindings,
+    SentenceCoverage,
+    UnresolvedMarker,
+    ViolationCode,
+)
+from citemark._scorer.result import CitationScore, coverage_report
+from citemark._scorer.scorer import CitationScorer, ScoreRow
+
+__all__ = [
+    "ADAPTER_REASONS",
+    "REASONS",
+    "SCORER_REASONS",
+    "CitationScore",
+    "CitationScorer",
+    "CitedMarker",
+    "ExcludedLabel",
+    "JudgeCallFailure",
+    "JudgeIdentity",
+    "MarkerClass",
+    "ResolvedCitation",
+    "ScoreFindings",
+    "ScoreRow",
+    "SentenceCoverage",
+    "UnresolvedMarker",
+    "ViolationCode",
+    "coverage_report",
+    "explain",
+]
+
+# Report public names as `citemark.evaluation.X`, not as a private module path; names
+# the top level also exports keep `citemark.X`.
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) and _obj.__module__.startswith("citemark._"):
+        _obj.__module__ = __name__
+del _name, _obj
