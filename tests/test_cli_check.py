@@ -620,3 +620,50 @@ class TestCrashLeavesNoHalfReport:
         stdout, stderr = child.communicate(timeout=60)
         assert (130, "", "citemark: error: interrupted\n") == (child.returncode, stdout, stderr)
         assert [] == list(out.iterdir())
+
+
+class TestLabelSyntaxOptions:
+    """--label-pattern and --citation-pattern: the scorer's pluggable syntax from the CLI."""
+
+    ANGLE_CONTEXT = "<<fees-1>> The late fee is 5%.\n<<fees-2>> Members pay none.\n"
+
+    def check(self, tmp_path, *options):
+        runs = write_lines(
+            tmp_path / "runs.jsonl",
+            [
+                {"answer": "The fee is 5% <<fees-1>>.", "context": self.ANGLE_CONTEXT},
+                {"answer": "The fee is 5% <<fees-9>>.", "context": self.ANGLE_CONTEXT},
+            ],
+        )
+        return run_cli("check", str(runs), "--out", str(tmp_path / "o"), "--json", *options)
+
+    def test_a_custom_label_syntax_resolves_and_accuses(self, tmp_path):
+        """With the row's own syntax, one citation resolves and one names no block."""
+        done = self.check(
+            tmp_path,
+            "--label-pattern",
+            r"^<<([a-z0-9-]+)>>",
+            "--citation-pattern",
+            r"<<([a-z0-9-]+)>>",
+        )
+        summary = json.loads(done.stdout)["check"]
+        assert (0, 1, 1) == (
+            done.returncode,
+            summary["deterministic_failures"],
+            summary["citations"]["resolved"],
+        )
+        report = json.loads((tmp_path / "o" / "report.json").read_text())
+        assert r"^<<([a-z0-9-]+)>>" == report["config"]["label_pattern"]
+
+    def test_the_default_syntax_sees_no_labels_in_that_context(self, tmp_path):
+        """The same rows under the default [label] syntax resolve nothing (naive variant)."""
+        summary = json.loads(self.check(tmp_path).stdout)["check"]
+        assert (0, 0) == (summary["deterministic_failures"], summary["citations"]["resolved"])
+
+    @pytest.mark.parametrize("pattern", ["(unclosed", "no-group"])
+    def test_a_bad_pattern_is_a_usage_error(self, tmp_path, pattern):
+        """A pattern that does not compile, or has no group, exits 2 naming only the option."""
+        done = self.check(tmp_path, "--label-pattern", pattern)
+        assert 2 == done.returncode
+        assert "--label-pattern" in done.stderr + done.stdout
+        assert pattern not in done.stderr.replace("--label-pattern", "")

@@ -28,6 +28,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, get_args
@@ -52,6 +53,7 @@ from citemark._judge import FaithfulnessJudge
 from citemark._labelset import LabelSet
 from citemark._retrieval import BM25Retriever
 from citemark._scorer.scorer import CitationScorer
+from citemark._syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN
 from citemark._synthesis import Synthesizer
 from citemark._verify import FileReader, verify_citation
 
@@ -171,6 +173,20 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default=DEFAULT_HTML_ROWS,
         metavar="N",
         help=f"rows shown in report.html at most, failures first (default {DEFAULT_HTML_ROWS})",
+    )
+    check.add_argument(
+        "--label-pattern",
+        default=DEFAULT_LABEL_PATTERN,
+        metavar="REGEX",
+        help="how a labelled context names its blocks: a regex matched at line starts, the "
+        "label in group 1 or group 'label' (default: [label] at the start of a line)",
+    )
+    check.add_argument(
+        "--citation-pattern",
+        default=DEFAULT_CITATION_PATTERN,
+        metavar="REGEX",
+        help="how an answer cites a label: a regex with the label (or comma-separated labels) "
+        "in group 1 or group 'label' (default: [label] or [label, label])",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=_check)
@@ -367,6 +383,19 @@ def _judge_chat(args: argparse.Namespace, *, required: bool) -> OpenAIChat | Non
     return _openai_chat(args.judge_base_url, args.judge_model, args.judge_api_key, args.timeout)
 
 
+def _pattern(text: str, option: str, flags: int) -> re.Pattern[str]:
+    """Compile a syntax option, or refuse it as a usage error naming only the option."""
+    try:
+        compiled = re.compile(text, flags)
+    except re.error:
+        msg = f"{option} must be a regular expression that compiles"
+        raise _UsageError(msg) from None
+    if compiled.groups == 0:
+        msg = f"{option} must have a group holding the label (group 1 or group 'label')"
+        raise _UsageError(msg)
+    return compiled
+
+
 def _check(args: argparse.Namespace) -> int:
     runs: Path = args.runs
     if not runs.is_file():
@@ -382,8 +411,15 @@ def _check(args: argparse.Namespace) -> int:
     if coverage is not None and not (math.isfinite(coverage) and 0 <= coverage <= 1):
         msg = "--min-sentence-coverage must be a number in 0..1"
         raise _UsageError(msg)
+    label_pattern = _pattern(args.label_pattern, "--label-pattern", re.MULTILINE)
+    citation_pattern = _pattern(args.citation_pattern, "--citation-pattern", 0)
     judge = _judge_chat(args, required=False)
-    scorer = CitationScorer(judge, min_sentence_coverage=coverage)
+    scorer = CitationScorer(
+        judge,
+        min_sentence_coverage=coverage,
+        label_pattern=label_pattern,
+        citation_pattern=citation_pattern,
+    )
     config: dict[str, Any] = {
         "command": "check",
         "input": str(runs),
@@ -395,6 +431,8 @@ def _check(args: argparse.Namespace) -> int:
         "min_sentence_coverage": coverage,
         "html_rows": args.html_rows,
         "threshold": scorer.threshold,
+        "label_pattern": label_pattern.pattern,
+        "citation_pattern": citation_pattern.pattern,
     }
     with CheckProgress(enabled=sys.stderr.isatty()) as progress:
         try:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from citemark._syntax import GROUP_PATTERN, INT_PATTERN
+
 __all__ = ["MarkerOccurrence", "MaskedSpan", "masked_spans", "parse_markers"]
 
 
@@ -58,11 +60,8 @@ class MaskedSpan(NamedTuple):
     """``"code"`` (a fenced block or an inline code span) or ``"link_destination"``."""
 
 
-# The group pattern. `[0-9]` and never `\d`, which also matches Arabic-Indic,
-# fullwidth and other Unicode digits (SPEC §3.2). Possessive quantifiers keep a
-# failing match from backtracking, so `[1,1,1,...` with no `]` stays linear.
-GROUP_PATTERN = re.compile(r"\[([0-9]++(?:, *+[0-9]++)*+)\]")
-_INT = re.compile(r"[0-9]++")
+# The grammar itself (ASCII digits only, possessive, linear) is citemark._syntax's.
+_INT = INT_PATTERN
 
 # Integers longer than this are not converted exactly: CPython refuses (and would
 # take quadratic time on) longer digit strings. Such a marker is out of range for any

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from citemark._markers import GROUP_PATTERN
+from citemark._syntax import GROUP_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

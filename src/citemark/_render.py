@@ -16,6 +16,13 @@ import string
 import unicodedata
 from typing import TYPE_CHECKING
 
+from citemark._syntax import (
+    DEFAULT_INDEX_BASE,
+    NUMBERED_HEADER_PATTERN,
+    citing_rules,
+    source_header,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -34,21 +41,17 @@ __all__ = [
     "sanitize_text",
 ]
 
-DEFAULT_SYNTHESIS_PROMPT = """\
+DEFAULT_SYNTHESIS_PROMPT = f"""\
 Answer the question using only the numbered sources below.
 
 Rules:
-- After each claim, cite the sources that support it by their number in square \
-brackets, like [N]. Cite several as [N][M] or [N, M].
-- Cite only numbers from the list below. Never invent a source number, and never \
-cite titles, file names, URLs or footnotes.
-- If the sources do not answer the question, say so in one sentence and cite nothing.
+{citing_rules()}
 
 Sources:
 
-{sources}
+{{sources}}
 
-Question: {question}
+Question: {{question}}
 
 Answer:"""
 """The default synthesis prompt, a `str.format` template with ``{question}`` and
@@ -61,14 +64,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Unicode line and paragraph separators: a model may read them as line breaks, so
 # they become real ones and are indented like any other content line.
 _SEPARATORS = re.compile(r"[\u2028\u2029]")
-# A source label at the start of a line, as numbered-context formatters write them.
-_LABEL = re.compile(
-    r"^[ \t]*(?:"
-    r"\[([0-9]{1,4})\]"  # [n]
-    r"|(?:Source|Document|Doc)[ \t]*#?([0-9]{1,4})\b"  # Source n, Document #n
-    r"|([0-9]{1,4})[.)][ \t])",  # n. or n)
-    re.MULTILINE | re.IGNORECASE,
-)
 # Characters that show nothing: controls and format characters (zero-width space...).
 _INVISIBLE = frozenset({"Cc", "Cf"})
 # Typographic quotes a judge may use where the text has straight ones.
@@ -104,7 +99,8 @@ def render_sources(sources: Sequence[Source]) -> str:
         ```
     """
     return "\n\n".join(
-        f"[{number}] {indent_block(source.text)}" for number, source in enumerate(sources, start=1)
+        f"{source_header(number)} {indent_block(source.text)}"
+        for number, source in enumerate(sources, start=DEFAULT_INDEX_BASE)
     )
 
 
@@ -140,7 +136,10 @@ def recover_numbering(prompt: str, texts: Sequence[str]) -> list[int | None]:
         #> [1, 2, None]
         ```
     """
-    labels = [(m.start(), int(next(g for g in m.groups() if g))) for m in _LABEL.finditer(prompt)]
+    labels = [
+        (m.start(), int(next(g for g in m.groups() if g)))
+        for m in NUMBERED_HEADER_PATTERN.finditer(prompt)
+    ]
     starts = [start for start, _ in labels]
     numbers: list[int | None] = []
     for text in texts:

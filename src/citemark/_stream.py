@@ -20,8 +20,9 @@ import re
 from typing import TYPE_CHECKING
 
 from citemark._errors import MarkerOutOfRangeError, NoSourcesError
-from citemark._markers import GROUP_PATTERN, marker_number, masked_spans
+from citemark._markers import marker_number, masked_spans
 from citemark._resolve import resolve
+from citemark._syntax import GROUP_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

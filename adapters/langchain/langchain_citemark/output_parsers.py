@@ -18,6 +18,7 @@ from langchain_core.output_parsers import BaseOutputParser
 from pydantic import ConfigDict
 
 from citemark import CitedAnswer, StreamingResolver, resolve
+from citemark.syntax import citing_rules
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -29,12 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CitationOutputParser"]
 
-_FORMAT_INSTRUCTIONS = (
-    "After each claim, cite the numbered sources that support it as [N], or [N][M] or "
-    "[N, M] for several. Cite only numbers from the numbered source list; never invent a "
-    "number, and never cite titles, file names or URLs. If the sources do not answer the "
-    "question, say so and cite nothing."
-)
+# citemark's own citing rules, worded for a prompt the chain's author lays out.
+_FORMAT_INSTRUCTIONS = citing_rules(where="from the numbered source list", bullet="")
 
 
 class CitationOutputParser(BaseOutputParser[CitedAnswer]):

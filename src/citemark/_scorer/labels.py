@@ -28,8 +28,9 @@ import functools
 import re
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeAlias
 
-from citemark._markers import GROUP_PATTERN, masked_spans, parse_markers
+from citemark._markers import masked_spans, parse_markers
 from citemark._render import indent_block, render_sources
+from citemark._syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN, GROUP_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -51,28 +52,6 @@ __all__ = [
     "compile_pattern",
     "render_blocks",
 ]
-
-# A label opens a line: "[", an ASCII id, "]", then horizontal whitespace or the end of
-# the line. The boundary after "]" keeps Markdown out: "[docs](https://...)" (a link)
-# and "[docs]: https://..." (a reference definition) are not labels. Inside the
-# brackets only [ \t] is allowed, never \s, which would let a label span lines.
-# Possessive quantifiers keep a run of "[" or "[doc-" without "]" linear. "^" with
-# MULTILINE starts lines after "\n"; the lookbehind adds lines after a lone "\r".
-DEFAULT_LABEL_PATTERN: Final = (
-    r"(?:^|(?<=\r))\[[ \t]*+([A-Za-z0-9][A-Za-z0-9._\-]*+)[ \t]*+\](?=[ \t\r\n]|\Z)"
-)
-"""The default label syntax: ``[label]`` at the start of a line, then whitespace or
-the end of the line. Group 1 is the label."""
-
-# A citation: "[", one id or several separated by commas, "]". The same id grammar as
-# labels, so both sides of a row read one syntax; again [ \t] and never \s, so a
-# bracketed value wrapped across lines is not a citation.
-DEFAULT_CITATION_PATTERN: Final = (
-    r"\[[ \t]*+([A-Za-z0-9][A-Za-z0-9._\-]*+"
-    r"(?:[ \t]*+,[ \t]*+[A-Za-z0-9][A-Za-z0-9._\-]*+)*+)[ \t]*+\]"
-)
-"""The default citation syntax: ``[doc-1]``, or ``[doc-1, doc-2]`` for several. Group
-1 holds the label, or labels separated by commas."""
 
 Exclusion: TypeAlias = Literal["empty", "duplicate"]
 """Why a declared block cannot be cited."""

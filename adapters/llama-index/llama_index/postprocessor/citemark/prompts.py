@@ -13,45 +13,42 @@ from typing import Any
 from llama_index.core.prompts import PromptTemplate
 
 from citemark import indent_block
+from citemark.syntax import PLACEHOLDER, citing_rules
 
 __all__ = ["CITATION_QA_TEMPLATE", "CITATION_REFINE_TEMPLATE"]
 
-_QA = """\
-Answer the question using only the numbered sources below. Each source starts with \
-a line "cite_as: [N]" that gives its marker.
+_QA = f"""\
+Answer the question using only the numbered sources below, each headed \
+"cite_as: {PLACEHOLDER}".
 
 Rules:
-- After each claim, cite the sources that support it by their marker, like [N]. \
-Cite several as [N][M] or [N, M].
-- Cite only markers from the sources below. Never invent a source number, and never \
-cite titles, file names, URLs or footnotes.
-- If the sources do not answer the question, say so in one sentence and cite nothing.
+{citing_rules(where="from the sources below")}
 
 Sources:
 ---------------------
-{context_str}
+{{context_str}}
 ---------------------
 
-Question: {query_str}
+Question: {{query_str}}
 
 Answer: """
 
-_REFINE = """\
-The question is: {query_str}
+_REFINE = f"""\
+The question is: {{query_str}}
 
 The existing answer, with its citations:
 ---------------------
-{existing_answer}
+{{existing_answer}}
 ---------------------
 
-More numbered sources, each starting with a line "cite_as: [N]":
+More numbered sources, each starting with a line "cite_as: {PLACEHOLDER}":
 ---------------------
-{context_msg}
+{{context_msg}}
 ---------------------
 
 Refine the existing answer with these sources only where they help. Keep each \
 citation marker of the existing answer that still applies, exactly as written. Cite \
-new claims by their sources' markers, like [N], and never invent a source number. \
+new claims by their sources' numbers, like {PLACEHOLDER}, and never invent a source number. \
 If these sources do not help, repeat the existing answer unchanged.
 
 Refined answer: """

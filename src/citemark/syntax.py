@@ -1,0 +1,52 @@
+"""The written form of a citation, for code that writes its own prompts or parsers.
+
+The marker group the model writes (`GROUP_PATTERN`), the default labelled-context
+syntax the scorer reads (`DEFAULT_LABEL_PATTERN`, `DEFAULT_CITATION_PATTERN`), the
+numbering base, and the sentences citemark's own prompts use to ask for that syntax
+(`CITE_RULE`, `citing_rules`). Adapters and user prompts that ask for citations take
+their words from here, so every prompt names the syntax the parser reads.
+
+Example:
+    ```python
+    from citemark.syntax import CITE_RULE, GROUP_PATTERN
+
+    print(CITE_RULE.split(". ")[1])
+    #> Cite several as [N][M] or [N, M].
+    print([m.group(0) for m in GROUP_PATTERN.finditer("Rates rise [1, 2] and fall [3].")])
+    #> ['[1, 2]', '[3]']
+    ```
+"""
+
+from __future__ import annotations
+
+from citemark._syntax import (
+    ABSTAIN_RULE,
+    CITE_RULE,
+    DEFAULT_CITATION_PATTERN,
+    DEFAULT_INDEX_BASE,
+    DEFAULT_LABEL_PATTERN,
+    GROUP_PATTERN,
+    INT_PATTERN,
+    PLACEHOLDER,
+    citing_rules,
+    no_invention_rule,
+    source_header,
+)
+
+__all__ = [
+    "ABSTAIN_RULE",
+    "CITE_RULE",
+    "DEFAULT_CITATION_PATTERN",
+    "DEFAULT_INDEX_BASE",
+    "DEFAULT_LABEL_PATTERN",
+    "GROUP_PATTERN",
+    "INT_PATTERN",
+    "PLACEHOLDER",
+    "citing_rules",
+    "no_invention_rule",
+    "source_header",
+]
+
+for _name in ("citing_rules", "no_invention_rule", "source_header"):
+    globals()[_name].__module__ = __name__
+del _name
