@@ -53,6 +53,7 @@ from citemark._labelset import LabelSet
 from citemark._retrieval import BM25Retriever
 from citemark._scorer import CitationScorer
 from citemark._synthesis import Synthesizer
+from citemark._validation import describe_validation_error
 from citemark._verify import FileReader, verify_citation
 
 if TYPE_CHECKING:
@@ -498,10 +499,7 @@ def _register(args: argparse.Namespace) -> int:
     try:
         threshold = Threshold.model_validate(minimums)
     except ValidationError as exc:
-        problems = "; ".join(
-            error["msg"].removeprefix("Value error, ")
-            for error in exc.errors(include_url=False, include_input=False)
-        )
+        problems = describe_validation_error(exc, Threshold.model_fields, phrasing="sentence")
         msg = f"the threshold is not valid: {problems}"
         raise _UsageError(msg) from None
     try:

@@ -40,6 +40,7 @@ from pydantic import (
 from citemark._artifacts import Sha256, write_report_atomically
 from citemark._models import Source
 from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._validation import describe_validation_error
 
 if TYPE_CHECKING:
     import os
@@ -268,16 +269,7 @@ def _describe(exc: ValidationError) -> str:
     structural sentences (``item 2 repeats the id of item 1``), kept as written.
     """
     known = set(LabelledItem.model_fields) | set(_StoredLabelSet.model_fields)
-    parts = []
-    for error in exc.errors(include_url=False, include_context=False, include_input=False):
-        field = error["loc"][0] if error["loc"] else None
-        if field is None and error["type"] == "value_error":
-            parts.append(error["msg"].removeprefix("Value error, "))
-        elif error["type"] == "extra_forbidden" or field not in known:
-            parts.append("unexpected field")
-        else:
-            parts.append(f"{field} ({error['type']})")
-    return ", ".join(dict.fromkeys(parts))
+    return describe_validation_error(exc, known)
 
 
 def _parse(data: bytes | str) -> object:

@@ -23,10 +23,12 @@ from pydantic import ValidationError
 from citemark._models import Source
 from citemark._reports import MalformedLine
 from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._validation import describe_validation_error
 
 __all__ = ["CheckRow", "parse_row"]
 
 _KNOWN_SOURCE_FIELDS: Final = frozenset(Source.model_fields)
+_NOT_A_FIELD: Final = "a field Source does not define (put extra fields in metadata)"
 # The malformed-line reason for each StrictJSONError kind; anything else is "not valid JSON".
 _STRICT_JSON_REASONS: Final = {
     "duplicate key": "not strict JSON: an object gives a key twice",
@@ -132,28 +134,10 @@ def _sources(value: object) -> tuple[Source, ...]:
         try:
             sources.append(Source.model_validate(item))
         except ValidationError as exc:
-            msg = f"source {number} does not fit the Source schema: {_describe(exc)}"
+            reason = describe_validation_error(exc, _KNOWN_SOURCE_FIELDS, unknown=_NOT_A_FIELD)
+            msg = f"source {number} does not fit the Source schema: {reason}"
             raise _MalformedError(msg) from None
     return tuple(sources)
-
-
-def _describe(exc: ValidationError) -> str:
-    """Name the failing fields and error types; a key that is not a field is never printed.
-
-    A whole-model failure (the offset rule) is one of `Source`'s own structural
-    sentences, numbers only, kept as written.
-    """
-    known = _KNOWN_SOURCE_FIELDS
-    parts = []
-    for error in exc.errors(include_url=False, include_context=False, include_input=False):
-        field = error["loc"][0] if error["loc"] else None
-        if field is None and error["type"] == "value_error":
-            parts.append(error["msg"].removeprefix("Value error, "))
-        elif error["type"] == "extra_forbidden" or field not in known:
-            parts.append("a field Source does not define (put extra fields in metadata)")
-        else:
-            parts.append(f"{field} ({error['type']})")
-    return ", ".join(dict.fromkeys(parts))
 
 
 def _loads(text: str) -> object:
