@@ -33,6 +33,7 @@ from citemark import (
     resolve,
     verify_citation,
 )
+from citemark.text import is_blank
 from llama_index.postprocessor.citemark import LlamaIndexChat, nodes_to_sources
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ class CitationEvaluator(BaseEvaluator):
         self, query: str | None, answer: str | None, sources: list[Source]
     ) -> CitemarkEvaluationResult:
         contexts = [source.text for source in sources]
-        if not isinstance(answer, str) or not answer.strip():
+        if not isinstance(answer, str) or is_blank(answer):
             return _invalid("no_answer", query, answer, contexts)
         score = await self._scorer.score(answer, sources, query or "")
         details = dict(score.details)
