@@ -35,6 +35,7 @@ from citemark._artifacts import (
     utc_now,
     write_report_atomically,
 )
+from citemark._errors import NoRowsError
 from citemark._html import OUTCOMES, outcome_of, render_report, render_row
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
@@ -97,10 +98,6 @@ class CheckResult(NamedTuple):
     def violations(self) -> int:
         """Rows failed on a deterministic finding (see `is_violation`)."""
         return self.summary.deterministic_failures
-
-
-class NoRowsError(ValueError):
-    """Raised when the input holds no readable row; nothing is written then."""
 
 
 def is_violation(score: CitationScore) -> bool:

@@ -43,11 +43,19 @@ from citemark._calibration import (
     run_calibration,
 )
 from citemark._chat import OpenAIChat
-from citemark._check import DEFAULT_HTML_ROWS, NoRowsError, run_check
+from citemark._check import DEFAULT_HTML_ROWS, run_check
 from citemark._console import CheckProgress, print_calibration, print_check, print_echo
 from citemark._echo import ECHO_REPORT_NAME, run_echo_check
 from citemark._echo_plan import DEFAULT_ECHO_CASES
-from citemark._errors import ChatError, MarkerOutOfRangeError, SynthesisError
+from citemark._errors import (
+    CalibrationError,
+    ChatConfigError,
+    ChatError,
+    LabelSetError,
+    MarkerOutOfRangeError,
+    NoRowsError,
+    SynthesisError,
+)
 from citemark._judge import FaithfulnessJudge
 from citemark._labelset import LabelSet
 from citemark._retrieval import BM25Retriever
@@ -309,7 +317,7 @@ def _openai_chat(
     try:
         timeout = httpx.Timeout(connect=5.0, read=read_timeout, write=30.0, pool=10.0)
         return OpenAIChat(base_url, model, api_key, timeout=timeout)
-    except ValueError as exc:
+    except ChatConfigError as exc:
         raise _UsageError(str(exc)) from None
 
 
@@ -504,7 +512,7 @@ def _register(args: argparse.Namespace) -> int:
         raise _UsageError(msg) from None
     try:
         registration = register_threshold(labels, threshold, args.out)
-    except ValueError as exc:
+    except CalibrationError as exc:
         msg = f"registration refused: {exc}"
         raise _UsageError(msg) from None
     except OSError as exc:
@@ -542,7 +550,7 @@ def _calibrate_run(args: argparse.Namespace) -> int:
     except ValidationError:
         msg = "the registration file does not fit its schema"
         raise _UsageError(msg) from None
-    except ValueError as exc:
+    except CalibrationError as exc:
         msg = f"calibration refused: {exc}"
         raise _UsageError(msg) from None
     except OSError as exc:
@@ -572,7 +580,7 @@ def _read_labels(path: Path) -> LabelSet:
         raise _UsageError(msg)
     try:
         return LabelSet.read(path)
-    except ValueError as exc:
+    except LabelSetError as exc:
         raise _UsageError(str(exc)) from None
     except OSError as exc:
         msg = f"cannot read the label set: {exc.strerror or type(exc).__name__}"

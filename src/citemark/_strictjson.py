@@ -20,6 +20,8 @@ import json
 import math
 from typing import Final
 
+from citemark._errors import StrictJSONError
+
 __all__ = [
     "MAX_TEXT_BYTES",
     "StrictJSONError",
@@ -42,27 +44,6 @@ _FENCE = "```"
 _OPENERS = frozenset({_FENCE, _FENCE + "json"})
 # An opening line, at least one content line, and a closing line.
 _FENCED_LINES = 3
-
-
-class StrictJSONError(ValueError):
-    """Raised when a text is not strict JSON.
-
-    Attributes:
-        kind: What was wrong, one of ``"too large"``, ``"not JSON"``,
-            ``"duplicate key"``, ``"non-finite number"`` and ``"nesting too deep"``.
-            It is also the whole message.
-    """
-
-    kind: str
-
-    def __init__(self, kind: str) -> None:
-        """Create the error from a fixed description written by citemark."""
-        self.kind = kind
-        super().__init__(kind)
-
-    def __reduce__(self) -> tuple[type[StrictJSONError], tuple[str]]:
-        """Pickle with the constructor's argument."""
-        return (type(self), (self.kind,))
 
 
 def check_size(text: str, max_bytes: int = MAX_TEXT_BYTES) -> None:
