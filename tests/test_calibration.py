@@ -17,6 +17,7 @@ from citemark import (
     FaithfulnessJudge,
     LabelledItem,
     LabelSet,
+    LabelSetError,
     ModelIdentity,
     Registration,
     Source,
@@ -312,10 +313,10 @@ def file_text(labels: LabelSet) -> str:
 
 
 def refusal(data: bytes | str) -> ValueError:
-    """The ValueError from_json raises for ``data``; any other exception fails the test."""
+    """The LabelSetError (a ValueError) from_json raises for ``data``; any other exception fails."""
     with pytest.raises(ValueError) as info:
         LabelSet.from_json(data)
-    assert ValueError is type(info.value)
+    assert LabelSetError is type(info.value)
     return info.value
 
 

@@ -37,6 +37,8 @@ class TestOneVocabulary:
         ("answer", "texts", "code"),
         [
             ("Fees rise [1].", [], "empty_context"),
+            ("   ", ["Fees rise."], "no_answer"),
+            ("\u200b", ["Fees rise."], "no_answer"),
             ("Fees rise.", ["Fees rise."], "no_resolved_citations"),
         ],
     )

@@ -153,6 +153,19 @@ class TestSize:
             failure_kind(lambda t: loads_strict(t, max_bytes=3), '"ab"'),
         )
 
+    def test_no_cap_parses_any_size(self):
+        """max_bytes=None (a check input line) parses past 1 MB, which the default refuses."""
+        text = '"' + "a" * MAX_TEXT_BYTES + '"'
+        assert (MAX_TEXT_BYTES, "too large") == (
+            len(loads_strict(text, max_bytes=None)),  # type: ignore[arg-type]
+            failure_kind(loads_strict, text),
+        )
+
+    @pytest.mark.parametrize(("text", "kind"), LENIENT)
+    def test_no_cap_is_still_strict(self, text, kind):
+        """Without a cap every lenient text is refused exactly as with one."""
+        assert kind == failure_kind(lambda t: loads_strict(t, max_bytes=None), text)
+
 
 class TestStripSingleFence:
     @pytest.mark.parametrize(

@@ -6,10 +6,11 @@ template); the echo check, the calibration and the evaluation report all use it,
 two runs can be compared field by field. `dataset_sha256` hashes the bytes an
 evaluation read.
 
-`write_report_atomically` is the only way citemark writes an artifact: the bytes go
-to a temporary file in the destination's own folder, are flushed and fsynced, and
-the file is renamed over the destination with `os.replace`, which is atomic on
-POSIX and Windows. A process killed at any moment leaves the old report or none,
+`AtomicFile` is the only way citemark writes an artifact, whole with
+`write_report_atomically` or streamed piece by piece: the bytes go to a temporary
+file in the destination's own folder, are flushed and fsynced, and the file is
+renamed over the destination with `os.replace`, which is atomic on POSIX and
+Windows. A process killed at any moment leaves the old report or none,
 never half of one (SPEC §8). It sits in the lowest layer so that the echo check and
 the calibration, below the reports layer, can use it too.
 """
@@ -23,12 +24,17 @@ import tempfile
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Final
+from typing import IO, TYPE_CHECKING, Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Self
+
 __all__ = [
     "DEFAULT_RESULTS_DIR",
+    "AtomicFile",
     "ModelIdentity",
     "Sha256",
     "citemark_version",
@@ -197,30 +203,94 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
     else:
         data = content
     destination = Path(path)
-    folder = destination.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = destination.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = _REPORT_MODE
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{destination.name}.", suffix=".tmp", dir=folder
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            view = memoryview(data)
-            for start in range(0, len(view), _CHUNK):
-                handle.write(view[start : start + _CHUNK])
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)  # noqa: PTH101 - a str path from mkstemp
-        os.replace(temporary, destination)  # noqa: PTH105 - the atomic rename, spelled out
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)  # noqa: PTH108 - a str path from mkstemp
-        raise
-    _fsync_folder(folder)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with AtomicFile(destination) as file:
+        view = memoryview(data)
+        for start in range(0, len(view), _CHUNK):
+            file.write(view[start : start + _CHUNK])
+        file.commit()
     return destination
+
+
+class AtomicFile:
+    r"""A file written in pieces that appears whole at its destination, or not at all.
+
+    The mechanism behind `write_report_atomically`, for an artifact streamed as it is
+    produced (``citemark check``'s ``rows.jsonl``). The bytes go to a hidden
+    ``.<name>.*.tmp`` file beside the destination, whose folder must exist; `commit`
+    flushes and fsyncs it, gives it the destination's mode (``0o644`` for a new
+    file), renames it over the destination with `os.replace` and fsyncs the folder.
+    Leaving the ``with`` block without a commit, or a commit that fails, removes the
+    temporary file and leaves the destination untouched; a killed process leaves the
+    hidden file behind and the destination untouched.
+
+    Example:
+        ```python
+        import tempfile
+        from pathlib import Path
+
+        from citemark._artifacts import AtomicFile
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "rows.jsonl"
+            with AtomicFile(path) as rows:
+                rows.write(b'{"row": 1}\n')
+                print(path.exists())
+                digest = rows.commit()
+            print(path.read_bytes(), len(digest))
+        #> False
+        #> b'{"row": 1}\n' 64
+        ```
+    """
+
+    def __init__(self, path: Path) -> None:
+        """Open the hidden temporary file beside ``path``.
+
+        Raises:
+            OSError: the folder does not exist or cannot be written.
+        """
+        self.path = path
+        self._digest = hashlib.sha256()
+        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        self._temporary = Path(name)
+        self._handle: IO[bytes] = os.fdopen(descriptor, "wb")
+        self._committed = False
+
+    def write(self, data: bytes | memoryview) -> None:
+        """Append ``data`` to the file (and to the SHA-256 `commit` returns)."""
+        self._digest.update(data)
+        self._handle.write(data)
+
+    def commit(self) -> str:
+        """Make the file appear at its destination; return the SHA-256 of its bytes."""
+        try:
+            mode = self.path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = _REPORT_MODE
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        self._temporary.chmod(mode)
+        self._temporary.replace(self.path)
+        self._committed = True
+        _fsync_folder(self.path.parent)
+        return self._digest.hexdigest()
+
+    def __enter__(self) -> Self:
+        """Return the file itself."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Remove the temporary file unless `commit` succeeded."""
+        if not self._committed:
+            self._handle.close()
+            with contextlib.suppress(FileNotFoundError):
+                self._temporary.unlink()
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -44,7 +44,7 @@ from citemark._artifacts import (
     utc_now,
     write_report_atomically,
 )
-from citemark._errors import ChatError, JudgeError
+from citemark._errors import CalibrationError, ChatError, JudgeError
 
 if TYPE_CHECKING:
     import os
@@ -300,7 +300,7 @@ def register_threshold(
         The registration, as written.
 
     Raises:
-        ValueError: a file already exists at ``path`` (remove it deliberately to
+        CalibrationError: a file already exists at ``path`` (remove it deliberately to
             register again), or a measurement of the same label set already exists
             in the same folder: a threshold registered after a measurement is
             refused.
@@ -328,13 +328,13 @@ def register_threshold(
     destination = Path(path)
     if destination.exists():
         msg = "a registration already exists at this path; remove it deliberately to register again"
-        raise ValueError(msg)
+        raise CalibrationError(msg)
     if _measured(destination.parent, label_set.sha256):
         msg = (
             "this label set has already been measured next to this registration: "
             "a threshold registered after a measurement describes it, it does not test it"
         )
-        raise ValueError(msg)
+        raise CalibrationError(msg)
     registration = Registration(label_set_sha256=label_set.sha256, threshold=threshold)
     write_report_atomically(destination, registration)
     return registration
@@ -364,14 +364,14 @@ async def run_calibration(
         The calibration report.
 
     Raises:
-        ValueError: the registration is for another label set (its hash differs).
+        CalibrationError: the registration is for another label set (its hash differs).
         OSError: the registration cannot be read.
     """
     path = Path(registration)
     registered = _read_registration(path)
     if registered.label_set_sha256 != label_set.sha256:
         msg = "the registration was made for another label set: its label_set_sha256 differs"
-        raise ValueError(msg)
+        raise CalibrationError(msg)
     identity = ModelIdentity.of(judge)
     ids: list[str] = []
     human: list[bool] = []

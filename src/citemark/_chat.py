@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final, Protocol, Self, runtime_checkable
 
 import httpx
 
-from citemark._errors import ChatError
+from citemark._errors import ChatConfigError, ChatError
 
 if TYPE_CHECKING:
     import ssl
@@ -123,7 +123,7 @@ class OpenAIChat:
         max_tokens: Sent as ``max_tokens`` when given.
 
     Raises:
-        ValueError: the base URL or the model is missing from both the arguments
+        ChatConfigError: the base URL or the model is missing from both the arguments
             and the environment, the base URL is not an ``http(s)`` URL, the key
             holds characters other than visible ASCII, a timeout is unbounded or
             not positive, ``temperature`` is not finite or ``max_tokens`` is not a
@@ -144,16 +144,16 @@ class OpenAIChat:
         base = base_url if base_url is not None else os.environ.get(_BASE_URL_ENV, "")
         if not base:
             msg = f"base_url is required: pass base_url= or set {_BASE_URL_ENV}"
-            raise ValueError(msg)
+            raise ChatConfigError(msg)
         name = model if model is not None else os.environ.get(_MODEL_ENV, "")
         if not name:
             msg = f"model is required: pass model= or set {_MODEL_ENV}"
-            raise ValueError(msg)
+            raise ChatConfigError(msg)
         key = api_key if api_key is not None else os.environ.get(_API_KEY_ENV, "")
         if key and not _API_KEY_SHAPE.fullmatch(key):
             # The key itself is never echoed, not even in part.
             msg = "api_key must be visible ASCII characters, without spaces or line breaks"
-            raise ValueError(msg)
+            raise ChatConfigError(msg)
 
         self._base_url = _parse_base_url(base)
         self._url = self._base_url.copy_with(
@@ -434,13 +434,13 @@ def _parse_base_url(base: str) -> httpx.URL:
         url = httpx.URL(base)
     except httpx.InvalidURL:
         msg = "base_url is not a valid URL"
-        raise ValueError(msg) from None
+        raise ChatConfigError(msg) from None
     if url.scheme not in {"http", "https"} or not url.host:
         msg = "base_url must be an http:// or https:// URL with a host"
-        raise ValueError(msg)
+        raise ChatConfigError(msg)
     if url.port is not None and not 0 < url.port <= _MAX_PORT:
         msg = f"base_url's port must lie in 1..{_MAX_PORT}"
-        raise ValueError(msg)
+        raise ChatConfigError(msg)
     return url
 
 
@@ -450,7 +450,7 @@ def _bounded_timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
         seconds = getattr(bounds, phase)
         if seconds is None or not 0 < seconds < math.inf:
             msg = f"timeout must bound every phase with a positive number: {phase} is {seconds}"
-            raise ValueError(msg)
+            raise ChatConfigError(msg)
     return bounds
 
 
@@ -459,11 +459,11 @@ def _sampling_options(temperature: float | None, max_tokens: int | None) -> dict
     if temperature is not None:
         if not math.isfinite(temperature):
             msg = "temperature must be a finite number"
-            raise ValueError(msg)
+            raise ChatConfigError(msg)
         options["temperature"] = temperature
     if max_tokens is not None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             msg = "max_tokens must be a positive integer"
-            raise ValueError(msg)
+            raise ChatConfigError(msg)
         options["max_tokens"] = max_tokens
     return options

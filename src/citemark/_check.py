@@ -22,15 +22,20 @@ killed at any moment leaves the previous files, or none.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from citemark._artifacts import ModelIdentity, citemark_version, utc_now, write_report_atomically
+from citemark._artifacts import (
+    AtomicFile,
+    ModelIdentity,
+    citemark_version,
+    utc_now,
+    write_report_atomically,
+)
+from citemark._errors import NoRowsError
 from citemark._html import OUTCOMES, render_report, render_row
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
@@ -38,8 +43,6 @@ from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from types import TracebackType
-    from typing import Self
 
     from pydantic import JsonValue
 
@@ -69,7 +72,6 @@ MAX_MALFORMED_LISTED: Final = 100
 # time, small enough that a chunk's rows and scores are a constant amount of memory.
 _MIN_CHUNK: Final = 512
 _CHUNK_PER_WORKER: Final = 16
-_REPORT_MODE: Final = 0o644
 
 
 class CheckResult(NamedTuple):
@@ -96,10 +98,6 @@ class CheckResult(NamedTuple):
     def violations(self) -> int:
         """Rows failed on a deterministic finding (see `is_violation`)."""
         return self.summary.deterministic_failures
-
-
-class NoRowsError(ValueError):
-    """Raised when the input holds no readable row; nothing is written then."""
 
 
 def is_violation(score: CitationScore) -> bool:
@@ -152,7 +150,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     with source.open("rb") as handle, asyncio.Runner() as runner:
         total = os.fstat(handle.fileno()).st_size
         out.mkdir(parents=True, exist_ok=True)
-        with _StreamedFile(out / ROWS_NAME) as rows_out:
+        with AtomicFile(out / ROWS_NAME) as rows_out:
             chunk: list[CheckRow | MalformedLine] = []
             done = 0
             for number, raw in enumerate(handle, start=1):
@@ -225,7 +223,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     concurrency: int,
     tally: _Tally,
     showcase: _Showcase,
-    rows_out: _StreamedFile,
+    rows_out: AtomicFile,
 ) -> None:
     rows = [item for item in chunk if isinstance(item, CheckRow)]
     results = (
@@ -370,69 +368,3 @@ def _tier(score: CitationScore) -> int:
     if not score.assessed and score.reason != "no_judge":
         return 1
     return 2
-
-
-class _StreamedFile:
-    """A file written in pieces that appears whole, or not at all.
-
-    The bytes go to a hidden temporary file beside the destination; `commit` flushes,
-    fsyncs and renames it over the destination (atomic, as in
-    `citemark.write_report_atomically`). Leaving the ``with`` block without a commit
-    removes the temporary file; a killed process leaves it behind, hidden, and the
-    destination untouched.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._digest = hashlib.sha256()
-        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        self._temporary = Path(name)
-        self._handle: IO[bytes] = os.fdopen(descriptor, "wb")
-        self._committed = False
-
-    def write(self, data: bytes) -> None:
-        self._digest.update(data)
-        self._handle.write(data)
-
-    def commit(self) -> str:
-        """Make the file appear at its destination; return the SHA-256 of its bytes."""
-        try:
-            mode = self.path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = _REPORT_MODE
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
-        self._temporary.chmod(mode)
-        self._temporary.replace(self.path)
-        self._committed = True
-        _fsync_folder(self.path.parent)
-        return self._digest.hexdigest()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if not self._committed:
-            self._handle.close()
-            with contextlib.suppress(FileNotFoundError):
-                self._temporary.unlink()
-
-
-def _fsync_folder(folder: Path) -> None:
-    if os.name != "posix":
-        return
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

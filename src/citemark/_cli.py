@@ -44,17 +44,26 @@ from citemark._calibration import (
     run_calibration,
 )
 from citemark._chat import OpenAIChat
-from citemark._check import DEFAULT_HTML_ROWS, NoRowsError, run_check
+from citemark._check import DEFAULT_HTML_ROWS, run_check
 from citemark._console import CheckProgress, print_calibration, print_check, print_echo
 from citemark._echo import ECHO_REPORT_NAME, run_echo_check
 from citemark._echo_plan import DEFAULT_ECHO_CASES
-from citemark._errors import ChatError, MarkerOutOfRangeError, SynthesisError
+from citemark._errors import (
+    CalibrationError,
+    ChatConfigError,
+    ChatError,
+    LabelSetError,
+    MarkerOutOfRangeError,
+    NoRowsError,
+    SynthesisError,
+)
 from citemark._judge import FaithfulnessJudge
 from citemark._labelset import LabelSet
 from citemark._retrieval import BM25Retriever
 from citemark._scorer.scorer import CitationScorer
 from citemark._syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN
 from citemark._synthesis import Synthesizer
+from citemark._validation import describe_validation_error
 from citemark._verify import FileReader, verify_citation
 
 if TYPE_CHECKING:
@@ -324,7 +333,7 @@ def _openai_chat(
     try:
         timeout = httpx.Timeout(connect=5.0, read=read_timeout, write=30.0, pool=10.0)
         return OpenAIChat(base_url, model, api_key, timeout=timeout)
-    except ValueError as exc:
+    except ChatConfigError as exc:
         raise _UsageError(str(exc)) from None
 
 
@@ -536,15 +545,12 @@ def _register(args: argparse.Namespace) -> int:
     try:
         threshold = Threshold.model_validate(minimums)
     except ValidationError as exc:
-        problems = "; ".join(
-            error["msg"].removeprefix("Value error, ")
-            for error in exc.errors(include_url=False, include_input=False)
-        )
+        problems = describe_validation_error(exc, Threshold.model_fields, phrasing="sentence")
         msg = f"the threshold is not valid: {problems}"
         raise _UsageError(msg) from None
     try:
         registration = register_threshold(labels, threshold, args.out)
-    except ValueError as exc:
+    except CalibrationError as exc:
         msg = f"registration refused: {exc}"
         raise _UsageError(msg) from None
     except OSError as exc:
@@ -582,7 +588,7 @@ def _calibrate_run(args: argparse.Namespace) -> int:
     except ValidationError:
         msg = "the registration file does not fit its schema"
         raise _UsageError(msg) from None
-    except ValueError as exc:
+    except CalibrationError as exc:
         msg = f"calibration refused: {exc}"
         raise _UsageError(msg) from None
     except OSError as exc:
@@ -612,7 +618,7 @@ def _read_labels(path: Path) -> LabelSet:
         raise _UsageError(msg)
     try:
         return LabelSet.read(path)
-    except ValueError as exc:
+    except LabelSetError as exc:
         raise _UsageError(str(exc)) from None
     except OSError as exc:
         msg = f"cannot read the label set: {exc.strerror or type(exc).__name__}"

@@ -8,12 +8,24 @@ drawn once, here and in ``docs/errors.md``::
     │   ├── NoSourcesError        nothing citable was given
     │   └── MarkerOutOfRangeError an answer cited [n] outside 1..N
     ├── QueryRewriteError         a query rewrite came back blank
+    ├── BlankQueryError           a blank query was given to rewrite
     ├── JudgeError                a judge reply failed to parse or validate
-    └── ChatError                 the model transport or provider failed
+    ├── StrictJSONError           a text is not strict JSON
+    ├── ChatError                 the model transport or provider failed
+    ├── ChatConfigError           a chat's configuration was refused
+    ├── CalibrationError          a calibration step was refused
+    │   └── LabelSetError         a label file failed its checks
+    └── NoRowsError               a check input held no readable row
 
 `QueryRewriteError`, `JudgeError` and `ChatError` are siblings of
 `SynthesisError`, not subclasses: a caller who catches synthesis failures must not
 swallow a broken transport by accident.
+
+The refusals of a caller's input (`BlankQueryError`, `StrictJSONError`,
+`ChatConfigError`, `CalibrationError`, `LabelSetError`, `NoRowsError`) were
+`ValueError` before they were `CitemarkError`, and each still derives from
+`ValueError` as well, so code written against citemark 0.1 that catches
+`ValueError` keeps working; new code should catch the citemark class.
 
 Messages carry structural facts only (marker numbers, counts, identities, HTTP
 statuses). Answers, source text, queries and provider bodies are untrusted and never
@@ -27,12 +39,18 @@ parsers catch that type and "repair" a fabricated citation into a plausible one.
 from __future__ import annotations
 
 __all__ = [
+    "BlankQueryError",
+    "CalibrationError",
+    "ChatConfigError",
     "ChatError",
     "CitemarkError",
     "JudgeError",
+    "LabelSetError",
     "MarkerOutOfRangeError",
+    "NoRowsError",
     "NoSourcesError",
     "QueryRewriteError",
+    "StrictJSONError",
     "SynthesisError",
 ]
 
@@ -108,12 +126,43 @@ class QueryRewriteError(CitemarkError):
     """
 
 
+class BlankQueryError(CitemarkError, ValueError):
+    """Raised when a query given to rewrite is blank; no model call is made.
+
+    It is the caller's mistake, not the model's, so it is not a `QueryRewriteError`.
+    It is also a `ValueError`, as it was in citemark 0.1.
+    """
+
+
 class JudgeError(CitemarkError):
     """Raised when a judge reply does not parse or fails its schema.
 
     The message names the kind of failure (error types, known field names), never
     text taken from the reply.
     """
+
+
+class StrictJSONError(CitemarkError, ValueError):
+    """Raised when a text is not strict JSON (see ``citemark._strictjson``).
+
+    It is also a `ValueError`, as it was in citemark 0.1.
+
+    Attributes:
+        kind: What was wrong, one of ``"too large"``, ``"not JSON"``,
+            ``"duplicate key"``, ``"non-finite number"`` and ``"nesting too deep"``.
+            It is also the whole message.
+    """
+
+    kind: str
+
+    def __init__(self, kind: str) -> None:
+        """Create the error from a fixed description written by citemark."""
+        self.kind = kind
+        super().__init__(kind)
+
+    def __reduce__(self) -> tuple[type[StrictJSONError], tuple[str]]:
+        """Pickle with the constructor's argument."""
+        return (type(self), (self.kind,))
 
 
 class ChatError(CitemarkError):
@@ -169,3 +218,37 @@ class ChatError(CitemarkError):
 
 def _rebuild_chat_error(reason: str, provider: str, model: str, status: int | None) -> ChatError:
     return ChatError(reason, provider=provider, model=model, status=status)
+
+
+class ChatConfigError(CitemarkError, ValueError):
+    """Raised when a chat is built with a configuration it refuses, before any request.
+
+    A missing base URL or model, a URL that is not ``http(s)`` with a host, an API
+    key with invisible characters, an unbounded timeout, a bad sampling option. The
+    message names the rule, never the URL or the key. It is also a `ValueError`, as
+    it was in citemark 0.1.
+    """
+
+
+class CalibrationError(CitemarkError, ValueError):
+    """Raised when a calibration step is refused (SPEC §3.11).
+
+    A registration over an existing file, a registration after a measurement of the
+    same label set, or a measurement under a registration made for another label
+    set. Messages are structural. It is also a `ValueError`, as it was in citemark 0.1.
+    """
+
+
+class LabelSetError(CalibrationError):
+    """Raised when a label file fails its checks: size, UTF-8, strict JSON, schema, hashes.
+
+    The message names item positions and fields, never item text, and carries no
+    chained exception.
+    """
+
+
+class NoRowsError(CitemarkError, ValueError):
+    """Raised when a ``citemark check`` input holds no readable row; nothing is written then.
+
+    It is also a `ValueError`, as it was in citemark 0.1.
+    """

@@ -36,6 +36,7 @@ from citemark._strictjson import (
     loads_strict,
     strip_single_fence,
 )
+from citemark._validation import describe_validation_error
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -349,30 +350,11 @@ def _parse(reply: str, answer: str) -> FaithfulnessVerdict | str:
 
 def _describe(exc: ValidationError) -> str:
     """Describe a validation failure by error types and the schema's field names only."""
-    parts: list[str] = []
-    # include_input/include_context off: neither may reach even this function's result.
-    for error in exc.errors(include_url=False, include_context=False, include_input=False):
-        part = _describe_error(error["type"], error["loc"])
-        if part not in parts:
-            parts.append(part)
-    if len(parts) > _MAX_LISTED:
-        parts[_MAX_LISTED:] = [f"and {len(parts) - _MAX_LISTED} more"]
-    return "; ".join(parts)
-
-
-def _describe_error(kind: str, loc: tuple[int | str, ...]) -> str:
-    # For extra_forbidden the loc is the unexpected key itself, which is reply text:
-    # it is never printed, whatever it is.
-    if kind == "extra_forbidden" or (loc and loc[0] not in _FIELDS):
-        return "unexpected field"
-    if kind == _INCOHERENT:
-        return _INCOHERENT_MESSAGE
-    if not loc:
-        return kind
-    field = f"field {loc[0]!r}"
-    if kind == "missing":
-        return f"missing {field}"
-    if len(loc) > 1 and isinstance(loc[1], int):
-        field = f"{field} item {loc[1] + 1}"
-    requirement = _REQUIREMENTS.get(kind)
-    return f"{field} {requirement} ({kind})" if requirement else f"{field}: {kind}"
+    return describe_validation_error(
+        exc,
+        _FIELDS,
+        own_types=(_INCOHERENT,),
+        phrasing="sentence",
+        requirements=_REQUIREMENTS,
+        most=_MAX_LISTED,
+    )

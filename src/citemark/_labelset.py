@@ -15,8 +15,9 @@ The JSON is parsed by `citemark._strictjson.loads_strict`, the parser model repl
 go through, under a cap of its own, `MAX_LABEL_FILE_BYTES`: a label set carries
 every item's sources verbatim, so an ordinary one outgrows the 1 MB cap on a model
 reply. Every parse failure, the decoder's and the parser's alike, becomes the
-documented `ValueError` with a fixed message and no chained exception:
-``UnicodeDecodeError.object`` and ``JSONDecodeError.doc`` both hold the whole file.
+documented `citemark.LabelSetError` (a `ValueError` too) with a fixed message and
+no chained exception: ``UnicodeDecodeError.object`` and ``JSONDecodeError.doc`` both
+hold the whole file.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ from pydantic import (
 )
 
 from citemark._artifacts import Sha256, write_report_atomically
+from citemark._errors import LabelSetError
 from citemark._models import Source
 from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._validation import describe_validation_error
 
 if TYPE_CHECKING:
     import os
@@ -190,7 +193,7 @@ class LabelSet(BaseModel):
         """Read a label file and check its integrity.
 
         Raises:
-            ValueError: the file is larger than `MAX_LABEL_FILE_BYTES`, not UTF-8,
+            LabelSetError: the file is larger than `MAX_LABEL_FILE_BYTES`, not UTF-8,
                 not strict JSON (a duplicate key, ``NaN``, ``Infinity``, a number
                 beyond the float range, nesting deeper than the parser allows) or
                 not the schema, an id is repeated, an item holds a lone surrogate,
@@ -211,13 +214,13 @@ class LabelSet(BaseModel):
         Bytes must be UTF-8 (a leading byte-order mark is allowed).
 
         Raises:
-            ValueError: as `read` describes.
+            LabelSetError: as `read` describes.
         """
         try:
             stored = _StoredLabelSet.model_validate(_parse(data))
         except ValidationError as exc:
             msg = f"the label file does not fit its schema: {_describe(exc)}"
-            raise ValueError(msg) from None
+            raise LabelSetError(msg) from None
         items: list[LabelledItem] = []
         kept: list[str] = []
         for position, raw in enumerate(stored.items, start=1):
@@ -225,29 +228,29 @@ class LabelSet(BaseModel):
             content_sha256 = fields.pop("content_sha256", None)
             if not isinstance(content_sha256, str):
                 msg = f"item {position} has no content_sha256"
-                raise ValueError(msg)  # noqa: TRY004 - every integrity failure is a ValueError
+                raise LabelSetError(msg)
             try:
                 items.append(LabelledItem.model_validate(fields))
             except ValidationError as exc:
                 msg = f"item {position} does not fit the item schema: {_describe(exc)}"
-                raise ValueError(msg) from None
+                raise LabelSetError(msg) from None
             kept.append(content_sha256)
         try:
             label_set = cls(items=tuple(items))
         except ValidationError as exc:
             msg = f"the label set fails its integrity check: {_describe(exc)}"
-            raise ValueError(msg) from None
+            raise LabelSetError(msg) from None
         for position, (item, content_sha256) in enumerate(zip(items, kept, strict=True), start=1):
             actual = _content_sha256(item)
             if actual is None:
                 msg = f"item {position} holds a lone surrogate, which is not Unicode text"
-                raise ValueError(msg)
+                raise LabelSetError(msg)
             if actual != content_sha256:
                 msg = f"item {position} does not match its content_sha256: it was changed"
-                raise ValueError(msg)
+                raise LabelSetError(msg)
         if label_set.sha256 != stored.sha256:
             msg = "the items do not match the set's sha256: items were added, removed or rehashed"
-            raise ValueError(msg)
+            raise LabelSetError(msg)
         return label_set
 
 
@@ -268,20 +271,11 @@ def _describe(exc: ValidationError) -> str:
     structural sentences (``item 2 repeats the id of item 1``), kept as written.
     """
     known = set(LabelledItem.model_fields) | set(_StoredLabelSet.model_fields)
-    parts = []
-    for error in exc.errors(include_url=False, include_context=False, include_input=False):
-        field = error["loc"][0] if error["loc"] else None
-        if field is None and error["type"] == "value_error":
-            parts.append(error["msg"].removeprefix("Value error, "))
-        elif error["type"] == "extra_forbidden" or field not in known:
-            parts.append("unexpected field")
-        else:
-            parts.append(f"{field} ({error['type']})")
-    return ", ".join(dict.fromkeys(parts))
+    return describe_validation_error(exc, known)
 
 
 def _parse(data: bytes | str) -> object:
-    """The file's JSON value, or a `ValueError` with a fixed message and no chain.
+    """The file's JSON value, or a `LabelSetError` with a fixed message and no chain.
 
     Each error is raised after its handler has ended, so the decoder's exception is
     neither the cause nor the context: it holds the whole file.
@@ -290,19 +284,19 @@ def _parse(data: bytes | str) -> object:
         text: str | None = data
     else:
         if len(data) > MAX_LABEL_FILE_BYTES:
-            raise ValueError(_PARSE_FAILURES["too large"])
+            raise LabelSetError(_PARSE_FAILURES["too large"])
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             text = None
     if text is None:
-        raise ValueError(_NOT_UTF8)
+        raise LabelSetError(_NOT_UTF8)
     kind: str
     try:
         return loads_strict(text, max_bytes=MAX_LABEL_FILE_BYTES)
     except StrictJSONError as exc:
         kind = exc.kind
-    raise ValueError(_PARSE_FAILURES.get(kind, _PARSE_FAILURES["not JSON"]))
+    raise LabelSetError(_PARSE_FAILURES.get(kind, _PARSE_FAILURES["not JSON"]))
 
 
 def _content_sha256(item: LabelledItem) -> str | None:

@@ -202,7 +202,8 @@ def is_blank(text: str) -> bool:
     """Whether ``text`` holds nothing a reader could see.
 
     Whitespace, control characters and invisible format characters (a zero-width
-    space, say) do not make an answer, a question or a rewrite.
+    space, say) do not make an answer, a question or a rewrite. It is citemark's only
+    blank-text rule; adapters reach it as `citemark.text.is_blank`.
     """
     stripped = text.strip()
     if not stripped or stripped[0].isprintable():  # the common cases, in C

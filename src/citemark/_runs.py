@@ -9,25 +9,32 @@ so a pipeline's own fields can stay in its export. A line that is not such a row
 (int_type)``. The reason never quotes the line, one of its values, or a key that is
 not a `Source` field: recorded outputs are untrusted text.
 
-JSON is parsed strictly, as everywhere in citemark: a key given twice, ``NaN`` and
-``Infinity`` make a line malformed instead of being silently accepted. There is no
-size cap on a line.
+JSON is parsed strictly, by `citemark._strictjson.loads_strict` as everywhere in
+citemark: a key given twice, ``NaN`` and ``Infinity`` make a line malformed instead of
+being silently accepted. There is no size cap on a line.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from typing import Final, NamedTuple, NoReturn
+from typing import Final, NamedTuple
 
 from pydantic import ValidationError
 
 from citemark._models import Source
 from citemark._reports import MalformedLine
+from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._validation import describe_validation_error
 
 __all__ = ["CheckRow", "parse_row"]
 
 _KNOWN_SOURCE_FIELDS: Final = frozenset(Source.model_fields)
+_NOT_A_FIELD: Final = "a field Source does not define (put extra fields in metadata)"
+# The malformed-line reason for each StrictJSONError kind; anything else is "not valid JSON".
+_STRICT_JSON_REASONS: Final = {
+    "duplicate key": "not strict JSON: an object gives a key twice",
+    "non-finite number": "not strict JSON: it holds NaN or Infinity",
+    "nesting too deep": "not valid JSON: nested too deep",
+}
 
 
 class CheckRow(NamedTuple):
@@ -127,65 +134,17 @@ def _sources(value: object) -> tuple[Source, ...]:
         try:
             sources.append(Source.model_validate(item))
         except ValidationError as exc:
-            msg = f"source {number} does not fit the Source schema: {_describe(exc)}"
+            reason = describe_validation_error(exc, _KNOWN_SOURCE_FIELDS, unknown=_NOT_A_FIELD)
+            msg = f"source {number} does not fit the Source schema: {reason}"
             raise _MalformedError(msg) from None
     return tuple(sources)
 
 
-def _describe(exc: ValidationError) -> str:
-    """Name the failing fields and error types; a key that is not a field is never printed.
-
-    A whole-model failure (the offset rule) is one of `Source`'s own structural
-    sentences, numbers only, kept as written.
-    """
-    known = _KNOWN_SOURCE_FIELDS
-    parts = []
-    for error in exc.errors(include_url=False, include_context=False, include_input=False):
-        field = error["loc"][0] if error["loc"] else None
-        if field is None and error["type"] == "value_error":
-            parts.append(error["msg"].removeprefix("Value error, "))
-        elif error["type"] == "extra_forbidden" or field not in known:
-            parts.append("a field Source does not define (put extra fields in metadata)")
-        else:
-            parts.append(f"{field} ({error['type']})")
-    return ", ".join(dict.fromkeys(parts))
-
-
 def _loads(text: str) -> object:
     """Parse one line as strict JSON: no duplicate keys, no NaN or Infinity, no size cap."""
-    reason: str
     try:
-        return json.loads(
-            text,
-            object_pairs_hook=_unique_keys,
-            parse_constant=_no_constant,
-            parse_float=_finite_float,
-        )
-    except _MalformedError as exc:
-        reason = str(exc)
-    except RecursionError:
-        reason = "not valid JSON: nested too deep"
-    except ValueError:
-        reason = "not valid JSON"
-    # Raised outside the handler: JSONDecodeError keeps the whole line in .doc.
+        return loads_strict(text, max_bytes=None)
+    except StrictJSONError as exc:
+        reason = _STRICT_JSON_REASONS.get(exc.kind, "not valid JSON")
+    # Raised outside the handler; a StrictJSONError carries no part of the line anyway.
     raise _MalformedError(reason)
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        msg = "not strict JSON: an object gives a key twice"
-        raise _MalformedError(msg)
-    return result
-
-
-def _no_constant(_name: str) -> NoReturn:
-    msg = "not strict JSON: it holds NaN or Infinity"
-    raise _MalformedError(msg)
-
-
-def _finite_float(literal: str) -> float:
-    value = float(literal)
-    if not math.isfinite(value):
-        _no_constant(literal)
-    return value

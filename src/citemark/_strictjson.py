@@ -5,9 +5,10 @@ three ways that matter for it: a duplicate key silently keeps the last value (so
 reply can say ``"faithful": false`` and then ``"faithful": true``), and ``NaN``,
 ``Infinity`` and ``-Infinity`` parse into floats no JSON standard allows. This module
 rejects all of them, and a reply over `MAX_TEXT_BYTES`, before any schema sees the
-value. It is deliberately generic: the faithfulness judge and the citation scorer
-both parse their replies here, then validate the shape themselves, and a label set
-file is read here too (with its own, larger size cap). A failure is a
+value. It is deliberately generic and the only strict JSON parser in citemark: the
+faithfulness judge and the citation scorer parse their replies here, then validate
+the shape themselves; a label set file is read here too (with its own, larger size
+cap), and so is each line of ``citemark check`` input (with none). A failure is a
 `StrictJSONError` whose message and `StrictJSONError.kind` name the kind of failure
 only, never a character of the text, and which carries no chained exception (the
 standard library's ``JSONDecodeError`` keeps the whole document in ``.doc``).
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 import math
 from typing import Final
+
+from citemark._errors import StrictJSONError
 
 __all__ = [
     "MAX_TEXT_BYTES",
@@ -43,27 +46,6 @@ _OPENERS = frozenset({_FENCE, _FENCE + "json"})
 _FENCED_LINES = 3
 
 
-class StrictJSONError(ValueError):
-    """Raised when a text is not strict JSON.
-
-    Attributes:
-        kind: What was wrong, one of ``"too large"``, ``"not JSON"``,
-            ``"duplicate key"``, ``"non-finite number"`` and ``"nesting too deep"``.
-            It is also the whole message.
-    """
-
-    kind: str
-
-    def __init__(self, kind: str) -> None:
-        """Create the error from a fixed description written by citemark."""
-        self.kind = kind
-        super().__init__(kind)
-
-    def __reduce__(self) -> tuple[type[StrictJSONError], tuple[str]]:
-        """Pickle with the constructor's argument."""
-        return (type(self), (self.kind,))
-
-
 def check_size(text: str, max_bytes: int = MAX_TEXT_BYTES) -> None:
     """Reject a text longer than ``max_bytes`` in UTF-8, before any work is done on it.
 
@@ -82,18 +64,19 @@ def check_size(text: str, max_bytes: int = MAX_TEXT_BYTES) -> None:
         raise StrictJSONError(_TOO_LARGE)
 
 
-def loads_strict(text: str, *, max_bytes: int = MAX_TEXT_BYTES) -> object:
+def loads_strict(text: str, *, max_bytes: int | None = MAX_TEXT_BYTES) -> object:
     """Parse ``text`` as JSON, refusing duplicate keys and non-finite numbers.
 
     Args:
         text: The whole text; surrounding whitespace is allowed, anything else is not.
-        max_bytes: The size cap `check_size` applies before parsing.
+        max_bytes: The size cap `check_size` applies before parsing; ``None`` for
+            none (a line of ``citemark check`` input, which is read one at a time).
 
     Returns:
         The parsed value: a dict, list, str, int, float, bool or None.
 
     Raises:
-        StrictJSONError: the text is over ``max_bytes`` (checked before parsing),
+        StrictJSONError: the text is over a ``max_bytes`` (checked before parsing),
             is not JSON, holds an object with a key given twice (at any depth), holds
             ``NaN``, ``Infinity``, ``-Infinity`` or a number too large for a finite
             float (``1e999``), or nests deeper than the parser's recursion allows.
@@ -111,7 +94,8 @@ def loads_strict(text: str, *, max_bytes: int = MAX_TEXT_BYTES) -> object:
         #> duplicate key
         ```
     """
-    check_size(text, max_bytes)
+    if max_bytes is not None:
+        check_size(text, max_bytes)
     kind: str
     try:
         value = json.loads(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from citemark._errors import NoSourcesError, QueryRewriteError, SynthesisError
+from citemark._errors import BlankQueryError, NoSourcesError, QueryRewriteError, SynthesisError
 from citemark._render import (
     DEFAULT_SYNTHESIS_PROMPT,
     check_template,
@@ -131,13 +131,13 @@ class QueryRewriter:
         """Return the model's rewrite of ``query``, stripped of surrounding whitespace.
 
         Raises:
-            ValueError: ``query`` is blank; no model call is made.
+            BlankQueryError: ``query`` is blank; no model call is made.
             QueryRewriteError: the model's rewrite is blank.
             ChatError: the model call failed; it is not retried.
         """
         if is_blank(query):
             msg = "the query is blank: there is nothing to rewrite"
-            raise ValueError(msg)
+            raise BlankQueryError(msg)
         completion = await self.chat.complete(
             self.prompt_template.format(query=sanitize_text(query))
         )

@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 
 from citemark import CitationScorer, CitedAnswer
 from citemark.evaluation import explain
+from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def make_citation_evaluator(
         documents = _documents(outputs, documents_keys)
         if documents is None:
             documents = _documents(inputs, documents_keys)
-        if answer is None:
+        if answer is None or is_blank(answer):
             return _unassessed("no_answer", explain("no_answer"))
         if documents is None:
             # What the scorer says of an empty source list: the same input, the same code.

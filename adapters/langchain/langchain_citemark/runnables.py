@@ -28,6 +28,7 @@ from citemark import (
     render_prompt,
     resolve,
 )
+from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ class CitedAnswerChain(RunnableSerializable[CitedAnswerInput, CitedAnswer]):
         sources = documents_to_sources(documents, reader=self.reader)
         if not sources:
             raise NoSourcesError
-        if not question.strip():
+        if is_blank(question):
             msg = "the question is blank: there is nothing to answer"
             raise SynthesisError(msg)
         return render_prompt(question, sources, self.prompt_template), sources

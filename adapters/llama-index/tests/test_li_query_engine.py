@@ -15,7 +15,15 @@ from llama_index.core.query_engine import CitationQueryEngine, RetrieverQueryEng
 from llama_index.core.response_synthesizers import ResponseMode
 from llama_index.core.schema import QueryBundle
 
-from citemark import Citation, MarkerOutOfRangeError, NoSourcesError, SynthesisError
+from citemark import (
+    Citation,
+    MarkerOutOfRangeError,
+    NoSourcesError,
+    Source,
+    SynthesisError,
+    Synthesizer,
+)
+from citemark.testing import ScriptedChat
 from llama_index.postprocessor.citemark import CITATION_QA_TEMPLATE, CitationPostprocessor
 from llama_index.postprocessor.citemark.testing import ScriptedLLM
 from llama_index.query_engine.citemark import (
@@ -26,6 +34,7 @@ from llama_index.query_engine.citemark import (
     resolve_response,
     validate_stream,
 )
+from llama_index.query_engine.citemark import base as query_engine_base
 
 GOOD = "They terminate when litigation is filed [1]; keep notices [2]."
 APACHE_CITATION = Citation(
@@ -152,6 +161,25 @@ class TestRejection:
         with pytest.raises(SynthesisError):
             cited.query("   ")
         assert [] == llm.prompts
+
+    def test_a_zero_width_question_is_blank_as_in_the_core(self, monkeypatch):
+        """A question of zero-width spaces is refused before any call, as the core refuses it.
+
+        With the naive rule (``not query_str.strip()``) the same question reaches the LLM.
+        """
+        question = "\u200b \u200b"
+        with pytest.raises(SynthesisError, match="blank"):
+            Synthesizer(ScriptedChat([GOOD])).synthesize_sync(
+                question, [Source(text="t", doc_id="d")]
+            )
+        cited, llm = engine(GOOD)
+        with pytest.raises(SynthesisError, match="blank"):
+            cited.query(question)
+        assert [] == llm.prompts
+        monkeypatch.setattr(query_engine_base, "is_blank", lambda text: not text.strip())
+        naive, naive_llm = engine(GOOD)
+        naive.query(question)
+        assert 1 == len(naive_llm.prompts)
 
     def test_blank_answer_is_rejected(self):
         """A blank completion is a SynthesisError, not an abstention."""

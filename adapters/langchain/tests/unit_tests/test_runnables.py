@@ -9,8 +9,16 @@ from fakes import DOCUMENTS, QUESTION, ChunkedFakeChatModel
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
-from citemark import CitedAnswer, MarkerOutOfRangeError, NoSourcesError, SynthesisError
-from langchain_citemark import CitedAnswerChain, create_cited_answer_chain
+from citemark import (
+    CitedAnswer,
+    MarkerOutOfRangeError,
+    NoSourcesError,
+    Source,
+    SynthesisError,
+    Synthesizer,
+)
+from citemark.testing import ScriptedChat
+from langchain_citemark import CitedAnswerChain, create_cited_answer_chain, runnables
 
 GOOD = "They terminate when litigation is filed [1]; keep notices [2]."
 INPUT = {"question": QUESTION, "documents": DOCUMENTS}
@@ -99,6 +107,25 @@ class TestRejection:
         with pytest.raises(SynthesisError):
             create_cited_answer_chain(llm).invoke({"question": " ", "documents": DOCUMENTS})
         assert 0 == llm.calls
+
+    def test_a_zero_width_question_is_blank_as_in_the_core(self, monkeypatch):
+        """A question of zero-width spaces is refused before the model, as the core refuses it.
+
+        With the naive rule (``not question.strip()``) the same question reaches the model.
+        """
+        question = "\u200b \u200b"
+        with pytest.raises(SynthesisError, match="blank"):
+            Synthesizer(ScriptedChat([GOOD])).synthesize_sync(
+                question, [Source(text="t", doc_id="d")]
+            )
+        llm = ChunkedFakeChatModel(chunks=["x [1]"])
+        with pytest.raises(SynthesisError, match="blank"):
+            create_cited_answer_chain(llm).invoke({"question": question, "documents": DOCUMENTS})
+        assert 0 == llm.calls
+        monkeypatch.setattr(runnables, "is_blank", lambda text: not text.strip())
+        naive = ChunkedFakeChatModel(chunks=["x [1]"])
+        create_cited_answer_chain(naive).invoke({"question": question, "documents": DOCUMENTS})
+        assert 1 == naive.calls
 
     def test_abstention(self):
         """An answer without markers is an abstention, not an error."""

@@ -35,6 +35,7 @@ from citemark import (
     verify_citation,
 )
 from citemark.evaluation import ScoreFindings, explain
+from citemark.text import is_blank
 from llama_index.postprocessor.citemark import LlamaIndexChat, nodes_to_sources
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ class CitationEvaluator(BaseEvaluator):
         self, query: str | None, answer: str | None, sources: list[Source]
     ) -> CitemarkEvaluationResult:
         contexts = [source.text for source in sources]
-        if not isinstance(answer, str) or not answer.strip():
+        if not isinstance(answer, str) or is_blank(answer):
             return _invalid("no_answer", query, answer, contexts)
         score = await self._scorer.score(answer, sources, query or "")
         # passing is the deterministic outcome alone: a judge that fails, or whose

@@ -28,6 +28,7 @@ from citemark import (
     Source,
 )
 from citemark.evaluation import explain
+from citemark.text import is_blank
 from llama_index.evaluation.citemark.base import CitemarkEvaluationResult
 from llama_index.postprocessor.citemark import LlamaIndexChat
 
@@ -132,7 +133,7 @@ class StrictFaithfulnessEvaluator(BaseEvaluator):
             "prompt_sha256": judge.prompt_sha256,
         }
         row: dict[str, Any] = {"query": query, "response": response, "contexts": contexts}
-        if not isinstance(response, str) or not response.strip():
+        if not isinstance(response, str) or is_blank(response):
             return _invalid("no_answer", row, identity)
         if not contexts:
             return _invalid("empty_context", row, identity)

@@ -21,6 +21,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import ResponseMode
 
 from citemark import SynthesisError
+from citemark.text import is_blank
 from llama_index.postprocessor.citemark import (
     CITATION_QA_TEMPLATE,
     CITATION_REFINE_TEMPLATE,
@@ -212,7 +213,7 @@ class CitedQueryEngine(BaseQueryEngine):
 
 
 def _check_question(query_bundle: QueryBundle) -> None:
-    if not query_bundle.query_str.strip():
+    if is_blank(query_bundle.query_str):
         msg = "the question is blank: there is nothing to answer"
         raise SynthesisError(msg)
 

@@ -1,0 +1,13 @@
+"""The text rules citemark applies, public so that every adapter applies the same ones.
+
+`is_blank` is the one blank-text rule: the core refuses a blank question, treats a
+blank answer as an abstention and a blank rewrite as a failure by it, and the
+LangChain and LlamaIndex adapters ask it too, so an input is blank to all of them or
+to none. A question of zero-width spaces is blank; ``str.strip`` alone says it is not.
+"""
+
+from __future__ import annotations
+
+from citemark._render import is_blank
+
+__all__ = ["is_blank"]
