@@ -667,3 +667,43 @@ class TestLabelSyntaxOptions:
         assert 2 == done.returncode
         assert "--label-pattern" in done.stderr + done.stdout
         assert pattern not in done.stderr.replace("--label-pattern", "")
+
+
+class TestJUnitFormat:
+    """--format junit: failed rows show as failed test cases in a CI system."""
+
+    def test_rows_become_test_cases_with_their_outcome(self, tmp_path):
+        """A violation fails, an un-assessed row skips, a malformed line errors; ids escaped."""
+        import xml.etree.ElementTree as ET
+
+        hostile = f'<x id="{CANARY}">&'
+        runs = write_lines(
+            tmp_path / "runs.jsonl",
+            [good_row(id="ok"), good_row("Fees [9].", id=hostile), good_row("No citation."), "{"],
+        )
+        out = tmp_path / "o"
+        done = run_cli("check", str(runs), "--out", str(out), "--format", "junit", "--json")
+        assert 0 == done.returncode
+        tree = ET.parse(out / "report.junit.xml")  # noqa: S314 - our own output
+        suite = tree.getroot().find("testsuite")
+        assert ("4", "1", "1", "2") == tuple(
+            suite.get(key) for key in ("tests", "failures", "errors", "skipped")
+        )
+        cases = {case.get("name"): case for case in suite.iter("testcase")}
+        assert ["ok", hostile, "line 3", "line 4"] == list(cases)
+        failure = cases[hostile].find("failure")
+        assert ("deterministic_violation", "fabricated_citation") == (
+            failure.get("type"),
+            failure.get("message"),
+        )
+        assert "no_judge" == cases["ok"].find("skipped").get("message")
+        assert cases["line 4"].find("error") is not None
+        files = json.loads((out / "report.json").read_text())["check"]["files"]
+        digest = hashlib.sha256((out / "report.junit.xml").read_bytes()).hexdigest()
+        assert digest == files["report.junit.xml"]
+
+    def test_without_the_flag_no_junit_file_is_written(self, tmp_path):
+        """The default outputs are unchanged: JSON, JSONL and HTML only."""
+        runs = write_lines(tmp_path / "runs.jsonl", [good_row()])
+        run_cli("check", str(runs), "--out", str(tmp_path / "o"))
+        assert sorted(REPORT_FILES) == sorted(p.name for p in (tmp_path / "o").iterdir())

@@ -45,6 +45,7 @@ from citemark._calibration import (
 )
 from citemark._chat import OpenAIChat
 from citemark._check import DEFAULT_HTML_ROWS, run_check
+from citemark._check.sinks import FORMATS
 from citemark._console import CheckProgress, print_calibration, print_check, print_echo
 from citemark._echo import ECHO_REPORT_NAME, run_echo_check
 from citemark._echo_plan import DEFAULT_ECHO_CASES
@@ -182,6 +183,15 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default=DEFAULT_HTML_ROWS,
         metavar="N",
         help=f"rows shown in report.html at most, failures first (default {DEFAULT_HTML_ROWS})",
+    )
+    check.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        dest="formats",
+        choices=sorted(FORMATS),
+        help="also write this format (junit: report.junit.xml, one test case per row); "
+        "may be given more than once",
     )
     check.add_argument(
         "--label-pattern",
@@ -440,6 +450,7 @@ def _check(args: argparse.Namespace) -> int:
         "min_sentence_coverage": coverage,
         "html_rows": args.html_rows,
         "threshold": scorer.threshold,
+        "formats": list(dict.fromkeys(args.formats)),
         "label_pattern": label_pattern.pattern,
         "citation_pattern": citation_pattern.pattern,
     }
@@ -453,6 +464,7 @@ def _check(args: argparse.Namespace) -> int:
                 html_rows=args.html_rows,
                 config=config,
                 progress=progress,
+                formats=list(dict.fromkeys(args.formats)),
             )
         except NoRowsError as exc:
             raise _UsageError(str(exc)) from None

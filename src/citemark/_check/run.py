@@ -22,21 +22,29 @@ killed at any moment leaves the previous files, or none.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
-import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from citemark._artifacts import (
-    AtomicFile,
     ModelIdentity,
     citemark_version,
     utc_now,
     write_report_atomically,
 )
+from citemark._check.html import HTML_NAME, HtmlSink
+from citemark._check.sinks import (
+    FORMATS,
+    ROWS_NAME,
+    CheckedRow,
+    CheckSink,
+    JsonlSink,
+    RunFacts,
+    SinkOptions,
+)
 from citemark._errors import NoRowsError
-from citemark._html import OUTCOMES, render_report, render_row
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
@@ -61,8 +69,6 @@ __all__ = [
 ]
 
 REPORT_NAME: Final = "report.json"
-HTML_NAME: Final = "report.html"
-ROWS_NAME: Final = "rows.jsonl"
 DEFAULT_HTML_ROWS: Final = 500
 """How many rows ``report.html`` shows at most."""
 MAX_MALFORMED_LISTED: Final = 100
@@ -117,6 +123,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     html_rows: int = DEFAULT_HTML_ROWS,
     config: Mapping[str, JsonValue] | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    formats: Sequence[str] = (),
 ) -> CheckResult:
     """Check every row of a JSONL file; write ``rows.jsonl``, ``report.html``, ``report.json``.
 
@@ -132,6 +139,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         html_rows: How many rows ``report.html`` shows at most (0 for none).
         config: The run's configuration, recorded in the report as given.
         progress: Called after each chunk with bytes read, total bytes and rows read.
+        formats: Optional extra outputs by name (see ``citemark._check.sinks.FORMATS``),
+            e.g. ``("junit",)`` for ``report.junit.xml``.
 
     Returns:
         The report and the paths of the files.
@@ -145,67 +154,54 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     created_at = utc_now()
     digest = hashlib.sha256()
     tally = _Tally()
-    showcase = _Showcase(html_rows)
     chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
-    with source.open("rb") as handle, asyncio.Runner() as runner:
+    with source.open("rb") as handle, asyncio.Runner() as runner, contextlib.ExitStack() as stack:
         total = os.fstat(handle.fileno()).st_size
         out.mkdir(parents=True, exist_ok=True)
-        with AtomicFile(out / ROWS_NAME) as rows_out:
-            chunk: list[CheckRow | MalformedLine] = []
-            done = 0
-            for number, raw in enumerate(handle, start=1):
-                digest.update(raw)
-                done += len(raw)
-                parsed = parse_row(number, raw)
-                if parsed is None:
-                    continue
-                chunk.append(parsed)
-                if len(chunk) >= chunk_size:
-                    _score_chunk(chunk, scorer, runner, concurrency, tally, showcase, rows_out)
-                    chunk = []
-                    if progress is not None:
-                        progress(done, total, tally.rows + tally.malformed)
-            _score_chunk(chunk, scorer, runner, concurrency, tally, showcase, rows_out)
-            if progress is not None:
-                progress(done, total, tally.rows + tally.malformed)
-            if tally.rows == 0:
-                msg = (
-                    "the input holds no readable row"
-                    if tally.malformed == 0
-                    else f"no line of the input is a readable row ({tally.malformed} malformed)"
-                )
-                raise NoRowsError(msg)
-            rows_sha256 = rows_out.commit()
-    judge = scorer.judge
-    identity = (
-        None
-        if judge is None
-        else ModelIdentity(
-            provider=judge.provider, model=judge.model_name, prompt_sha256=scorer.prompt_sha256
+        options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern)
+        html = HtmlSink(options)
+        sinks: list[CheckSink] = [JsonlSink(options), html]
+        sinks.extend(FORMATS[name](options) for name in formats)
+        for sink in sinks:
+            stack.callback(sink.close)
+        chunk: list[CheckRow | MalformedLine] = []
+        done = 0
+        for number, raw in enumerate(handle, start=1):
+            digest.update(raw)
+            done += len(raw)
+            parsed = parse_row(number, raw)
+            if parsed is None:
+                continue
+            chunk.append(parsed)
+            if len(chunk) >= chunk_size:
+                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks)
+                chunk = []
+                if progress is not None:
+                    progress(done, total, tally.rows + tally.malformed)
+        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks)
+        if progress is not None:
+            progress(done, total, tally.rows + tally.malformed)
+        if tally.rows == 0:
+            msg = (
+                "the input holds no readable row"
+                if tally.malformed == 0
+                else f"no line of the input is a readable row ({tally.malformed} malformed)"
+            )
+            raise NoRowsError(msg)
+        judge = scorer.judge
+        identity = (
+            None
+            if judge is None
+            else ModelIdentity(
+                provider=judge.provider, model=judge.model_name, prompt_sha256=scorer.prompt_sha256
+            )
         )
-    )
-    summary = tally.summary(identity)
-    input_sha256 = digest.hexdigest()
-    page = render_report(
-        summary=summary,
-        rows=showcase.fragments(),
-        shown=showcase.shown(),
-        strip=showcase.strip(),
-        input_name=os.fspath(path),
-        input_sha256=input_sha256,
-        created_at=created_at,
-        version=citemark_version(),
-    )
-    page_bytes = page.encode("utf-8")
-    html_path = write_report_atomically(out / HTML_NAME, page_bytes)
-    summary = summary.model_copy(
-        update={
-            "files": {
-                ROWS_NAME: rows_sha256,
-                HTML_NAME: hashlib.sha256(page_bytes).hexdigest(),
-            }
-        }
-    )
+        summary = tally.summary(identity)
+        input_sha256 = digest.hexdigest()
+        facts = RunFacts(summary, os.fspath(path), input_sha256, created_at, citemark_version())
+        # Each sink publishes its own file; report.json, written last, names them all.
+        files = {sink.name: sink.finish(facts) for sink in sinks}
+    summary = summary.model_copy(update={"files": files})
     report = EvalReport(
         created_at=created_at,
         config=dict(config or {}),
@@ -213,7 +209,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         check=summary,
     )
     report_path = write_report_atomically(out / REPORT_NAME, report)
-    return CheckResult(report, report_path, html_path, out / ROWS_NAME, showcase.count)
+    return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
 
 
 def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed explicitly
@@ -222,8 +218,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     runner: asyncio.Runner,
     concurrency: int,
     tally: _Tally,
-    showcase: _Showcase,
-    rows_out: AtomicFile,
+    sinks: Sequence[CheckSink],
 ) -> None:
     rows = [item for item in chunk if isinstance(item, CheckRow)]
     results = (
@@ -241,26 +236,11 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     for item in chunk:
         if isinstance(item, MalformedLine):
             tally.add_malformed(item)
-            record: dict[str, Any] = {
-                "line": item.line,
-                "outcome": "malformed",
-                "error": item.reason,
-            }
+            checked = CheckedRow(item, None)
         else:
-            score = next(scores)
-            record = {
-                "line": item.line,
-                "id": item.id,
-                "outcome": score.outcome,
-                "assessed": score.assessed,
-                "passed": score.passed,
-                "score": score.score,
-                "reason": score.reason,
-                "explanation": score.explanation,
-                "details": score.details,
-            }
-            showcase.offer(item, score, scorer)
-        rows_out.write(json.dumps(record, allow_nan=False).encode("ascii") + b"\n")
+            checked = CheckedRow(item, next(scores))
+        for sink in sinks:
+            sink.add(checked)
 
 
 class _Tally:
@@ -308,63 +288,3 @@ class _Tally:
             malformed_lines=tuple(self.malformed_lines),
             citations=self.citations,
         )
-
-
-class _Showcase:
-    """The rows the page shows: at most ``limit``, the most telling first.
-
-    Rows fall in three tiers: failed; un-assessed for a reason other than
-    ``no_judge``; everything else. A row enters while there is room; when the page is
-    full, a row of a better tier displaces the latest row of the worst tier below it,
-    so each tier keeps its earliest rows. Only kept rows are rendered.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(limit, 0)
-        self.tiers: tuple[list[tuple[int, str, str]], ...] = ([], [], [])
-        self.count = 0
-
-    def offer(self, row: CheckRow, score: CitationScore, scorer: CitationScorer) -> None:
-        tier = _tier(score)
-        if self.count >= self.limit:
-            worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
-            if worse is None:
-                return
-            self.tiers[worse].pop()
-            self.count -= 1
-        fragment = render_row(
-            line=row.line,
-            row_id=row.id,
-            question=row.question,
-            answer=row.answer,
-            sources=row.sources,
-            score=score,
-            label_pattern=scorer.label_pattern,
-            citation_pattern=scorer.citation_pattern,
-        )
-        outcome = score.outcome
-        self.tiers[tier].append((row.line, outcome, fragment))
-        self.count += 1
-
-    def fragments(self) -> list[str]:
-        """The kept rows' fragments: failed rows first, then by tier, each in input order."""
-        return [fragment for tier in self.tiers for _, _, fragment in tier]
-
-    def strip(self) -> list[tuple[int, str]]:
-        """``(line, outcome)`` of the kept rows, in input order."""
-        return sorted((line, outcome) for tier in self.tiers for line, outcome, _ in tier)
-
-    def shown(self) -> dict[str, int]:
-        counts = dict.fromkeys(OUTCOMES, 0)
-        for tier in self.tiers:
-            for _, outcome, _ in tier:
-                counts[outcome] += 1
-        return counts
-
-
-def _tier(score: CitationScore) -> int:
-    if score.assessed and not score.passed:
-        return 0
-    if not score.assessed and score.reason != "no_judge":
-        return 1
-    return 2

@@ -21,10 +21,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import importlib.resources
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from citemark._artifacts import write_report_atomically
 from citemark._markers import parse_markers
 from citemark._reasons import REASONS
+from citemark._runs import CheckRow
 from citemark._scorer.findings import UnresolvedMarker
 from citemark._scorer.labels import classify_labelled
 
@@ -33,12 +36,21 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from datetime import datetime
 
+    from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
     from citemark._models import Source
     from citemark._reports import CheckSummary
     from citemark._scorer.findings import ScoreFindings
     from citemark._scorer.result import CitationScore
 
-__all__ = ["OUTCOMES", "render_report", "render_row"]
+# The page's only style and script, shipped as package data and inlined (the page
+# loads nothing); the Content-Security-Policy allows exactly these, by hash.
+_ASSETS: Final = importlib.resources.files("citemark._check") / "assets"
+_STYLE: Final = (_ASSETS / "report.css").read_text(encoding="utf-8")
+_SCRIPT: Final = (_ASSETS / "report.js").read_text(encoding="utf-8")
+
+__all__ = ["HTML_NAME", "OUTCOMES", "HtmlSink", "render_report", "render_row"]
+
+HTML_NAME: Final = "report.html"
 
 OUTCOMES: Final = ("failed", "unassessed", "passed")
 """The outcomes a row can have, in the order the page lists them."""
@@ -481,91 +493,78 @@ def _csp_hash(text: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-_STYLE: Final = """
-:root{--fail:#c62828;--warn:#b26a00;--pass:#2e7d32;--ink:#1d2330;--mute:#5f6b7a;--line:#d9dee5}
-*{box-sizing:border-box}
-body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--ink);
-background:#f4f6f8}
-header.top{background:#fff;border-bottom:1px solid var(--line);padding:16px 24px}
-h1{font-size:20px;margin:0 0 4px}
-h2{font-size:16px}
-.meta,.judge-note{color:var(--mute);font-size:13px;margin:2px 0}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px}
-dl.counts{display:flex;gap:12px;flex-wrap:wrap;margin:10px 0}
-.count{background:#f4f6f8;border-radius:6px;padding:4px 12px;min-width:92px}
-.count dt{font-size:12px;color:var(--mute)}.count dd{margin:0;font-size:20px;font-weight:600}
-.count.failed dd,.count.violations dd{color:var(--fail)}.count.unassessed dd{color:var(--warn)}
-.count.passed dd{color:var(--pass)}
-ul.reasons{margin:4px 0;padding-left:18px;font-size:13px;color:var(--mute)}
-#filters{display:flex;gap:16px;margin:8px 0;font-size:14px}
-.filter span{color:var(--mute)}
-.left-out{font-size:13px;color:var(--warn);margin:4px 0}
-.order{font-size:13px;color:var(--mute);margin:4px 0}
-nav.strip{display:flex;flex-wrap:wrap;gap:2px;margin-top:8px}
-.cell{display:block;width:10px;height:14px;border-radius:2px}
-.cell.failed{background:var(--fail)}.cell.unassessed{background:#f0b429}
-.cell.passed{background:var(--pass)}
-main{padding:16px 24px;display:grid;gap:14px}
-section.row{background:#fff;border:1px solid var(--line);border-left:6px solid var(--line);
-border-radius:8px;padding:12px 16px}
-section.row.failed{border-left-color:var(--fail);background:#fff7f7}
-section.row.unassessed{border-left-color:#f0b429}
-section.row.passed{border-left-color:var(--pass)}
-section.row.hidden{display:none}
-section.row:target{outline:3px solid #5b8def}
-.row header{display:flex;gap:8px;align-items:baseline;flex-wrap:wrap}
-.badge{font-size:12px;font-weight:700;text-transform:uppercase;color:#fff;border-radius:4px;
-padding:1px 8px}
-.badge.failed{background:var(--fail)}.badge.unassessed{background:var(--warn)}
-.badge.passed{background:var(--pass)}
-.rid{font-weight:600}.line{color:var(--mute);font-size:13px}
-.finding{background:#eef1f5;border-radius:4px;padding:0 6px}
-.question{margin:0 0 6px;color:var(--mute)}.k{font-weight:700}
-.answer{white-space:pre-wrap;background:#fafbfc;border:1px solid var(--line);border-radius:6px;
-padding:10px 12px;margin:0 0 6px;font-size:15.5px;line-height:1.6}
-a.marker{text-decoration:none;border-radius:3px;padding:0 2px;font-weight:600}
-a.marker.resolved{background:#dbe8ff;color:#1a4fb4}
-a.marker.fabricated{background:var(--fail);color:#fff}
-a.marker.ambiguous{background:#ffd8a8;color:#7a3e00}
-span.marker.ignored{border-bottom:1px dotted var(--mute);color:var(--mute)}
-.explanation{font-size:14px;margin:4px 0}.coverage{font-size:13px;color:var(--mute);margin:2px 0}
-ul.issues{margin:4px 0;padding-left:18px;font-size:14px}
-ul.issues li.fabricated{color:var(--fail)}ul.issues li.ambiguous{color:#7a3e00}
-ul.issues li:target{background:#ffe3e3}
-.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px;margin-top:6px}
-@media (max-width:900px){.cols{grid-template-columns:minmax(0,1fr)}}
-.src-title{color:var(--mute);font-size:13px;margin:0 0 4px}
-div.sources ol{list-style:none;padding:0;margin:0;display:grid;gap:6px}
-li.source{border:1px solid var(--line);border-radius:6px;padding:4px 10px;font-size:13.5px;
-background:#fff}
-li.source summary{cursor:pointer}
-li.source.cited{border-color:#9dbcf5;background:#f3f7ff}
-li.source:target{background:#fff3b0;border-color:#e0b400;box-shadow:0 0 0 3px #ffe066}
-.src-meta{color:var(--mute);font-size:12.5px}
-.span{white-space:pre-wrap;max-height:16em;overflow:auto;margin-top:4px}
-.excluded,.truncated{color:var(--mute);font-size:12.5px}
-section.malformed{margin:16px 24px;background:#fff;border:1px solid var(--fail);
-border-radius:8px;padding:4px 16px}
-"""
+class HtmlSink:
+    """``report.html``: the page, showing at most ``html_rows`` rows, the most telling first.
 
-_SCRIPT: Final = """
-(function () {
-  var boxes = Array.prototype.slice.call(
-    document.querySelectorAll('#filters input[name="outcome"]'));
-  function apply() {
-    var shown = {};
-    boxes.forEach(function (box) { shown[box.value] = box.checked; });
-    document.querySelectorAll('section.row').forEach(function (row) {
-      row.classList.toggle('hidden', !shown[row.getAttribute('data-outcome')]);
-    });
-  }
-  var wanted = /^#show=([a-z,]*)$/.exec(window.location.hash);
-  if (wanted) {
-    var names = wanted[1].split(',');
-    boxes.forEach(function (box) { box.checked = names.indexOf(box.value) >= 0; });
-  }
-  boxes.forEach(function (box) { box.addEventListener('change', apply); });
-  apply();
-  document.documentElement.classList.add('filtered');
-})();
-"""
+    Rows fall in three tiers: failed; un-assessed for a reason other than
+    ``no_judge``; everything else. A row enters while there is room; when the page is
+    full, a row of a better tier displaces the latest row of the worst tier below it,
+    so each tier keeps its earliest rows. Only kept rows are rendered, and the page is
+    put together at the end.
+    """
+
+    name = HTML_NAME
+
+    def __init__(self, options: SinkOptions) -> None:
+        self.limit = max(options.html_rows, 0)
+        self.tiers: tuple[list[tuple[int, str, str]], ...] = ([], [], [])
+        self.count = 0
+        self._out = options.out_dir / HTML_NAME
+        self._label_pattern = options.label_pattern
+        self._citation_pattern = options.citation_pattern
+
+    def add(self, row: CheckedRow) -> None:
+        """Render the row if the page has room for its tier."""
+        item, score = row
+        if score is None or not isinstance(item, CheckRow):
+            return  # malformed lines are listed from the summary
+        tier = _tier(score)
+        if self.count >= self.limit:
+            worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
+            if worse is None:
+                return
+            self.tiers[worse].pop()
+            self.count -= 1
+        fragment = render_row(
+            line=item.line,
+            row_id=item.id,
+            question=item.question,
+            answer=item.answer,
+            sources=item.sources,
+            score=score,
+            label_pattern=self._label_pattern,
+            citation_pattern=self._citation_pattern,
+        )
+        self.tiers[tier].append((item.line, score.outcome, fragment))
+        self.count += 1
+
+    def finish(self, facts: RunFacts) -> str:
+        """Write the page atomically; return its SHA-256."""
+        shown = dict.fromkeys(OUTCOMES, 0)
+        for tier in self.tiers:
+            for _, outcome, _ in tier:
+                shown[outcome] += 1
+        page = render_report(
+            summary=facts.summary,
+            rows=[fragment for tier in self.tiers for _, _, fragment in tier],
+            shown=shown,
+            strip=sorted((line, outcome) for tier in self.tiers for line, outcome, _ in tier),
+            input_name=facts.input_name,
+            input_sha256=facts.input_sha256,
+            created_at=facts.created_at,
+            version=facts.version,
+        )
+        data = page.encode("utf-8")
+        write_report_atomically(self._out, data)
+        return hashlib.sha256(data).hexdigest()
+
+    def close(self) -> None:
+        """Nothing to release: the page exists only once `finish` wrote it."""
+
+
+def _tier(score: CitationScore) -> int:
+    if score.outcome == "failed":
+        return 0
+    if score.outcome == "unassessed" and score.reason != "no_judge":
+        return 1
+    return 2

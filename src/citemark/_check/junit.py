@@ -1,0 +1,101 @@
+"""``report.junit.xml``: a check as JUnit XML, so CI systems show failed rows as failed tests.
+
+Each input line is one ``<testcase>`` named by the row's id (or its line number),
+in input order: a row failed on a deterministic finding is a ``<failure>`` (type
+``deterministic_violation``, or ``judge_opinion`` for a row only the advisory judge
+failed, which CI can then tell apart); an un-assessed row is ``<skipped>`` with its
+reason code; a malformed line is an ``<error>``. Messages carry the reason codes and
+the scorer's explanation, escaped; the explanation is built from structural facts
+and the judge's own words, as in ``rows.jsonl``. Row ids and judge text are untrusted
+and only ever appear escaped as XML text or attribute values.
+
+The test cases are streamed to a temporary file as rows arrive (memory stays
+constant), and the document is assembled at the end, once the counts its
+``<testsuite>`` element carries are known.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from typing import TYPE_CHECKING, Final
+from xml.sax.saxutils import escape, quoteattr
+
+from citemark._artifacts import AtomicFile
+
+if TYPE_CHECKING:
+    from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
+
+__all__ = ["JUNIT_NAME", "JUnitSink"]
+
+JUNIT_NAME: Final = "report.junit.xml"
+_COPY_CHUNK: Final = 1 << 20
+# What XML 1.0 cannot hold: C0 controls but tab, newline and return; U+FFFE and U+FFFF.
+_FORBIDDEN: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+class JUnitSink:
+    """One ``<testcase>`` per input line; failures, skips and errors as CI reads them."""
+
+    name = JUNIT_NAME
+
+    def __init__(self, options: SinkOptions) -> None:
+        self._path = options.out_dir / JUNIT_NAME
+        self._body = tempfile.TemporaryFile(dir=options.out_dir)  # noqa: SIM115 - closed in close
+        self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+    def add(self, row: CheckedRow) -> None:
+        """Stream the row's test case."""
+        item, score = row
+        self._counts["tests"] += 1
+        row_id = getattr(item, "id", None)
+        name = quoteattr(_clean(row_id) if row_id is not None else f"line {item.line}")
+        opening = f'<testcase classname="citemark.check" name={name}>'
+        if score is None:
+            self._counts["errors"] += 1
+            reason = _clean(getattr(item, "reason", ""))
+            inner = f'<error type="malformed_line" message={quoteattr(reason)}/>'
+        elif score.outcome == "failed":
+            self._counts["failures"] += 1
+            kind = "deterministic_violation" if score.is_violation else "judge_opinion"
+            codes = ",".join(score.findings.deterministic_failures) or kind
+            inner = (
+                f"<failure type={quoteattr(kind)} message={quoteattr(codes)}>"
+                f"{escape(_clean(score.explanation))}</failure>"
+            )
+        elif score.outcome == "unassessed":
+            self._counts["skipped"] += 1
+            inner = f"<skipped message={quoteattr(score.reason or '')}/>"
+        else:
+            inner = ""
+        self._body.write(f"{opening}{inner}</testcase>\n".encode())
+
+    def finish(self, facts: RunFacts) -> str:
+        """Assemble the document with its counts; publish it atomically."""
+        counts = " ".join(f'{key}="{value}"' for key, value in self._counts.items())
+        header = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<testsuites {counts}>\n<testsuite name="citemark check" {counts} '
+            f"timestamp={quoteattr(facts.created_at.isoformat())}>\n"
+            "<properties>"
+            f'<property name="input_sha256" value="{facts.input_sha256}"/>'
+            f'<property name="citemark_version" value={quoteattr(facts.version)}/>'
+            "</properties>\n"
+        )
+        self._body.seek(0)
+        with AtomicFile(self._path) as out:
+            out.write(header.encode())
+            while chunk := self._body.read(_COPY_CHUNK):
+                out.write(chunk)
+            out.write(b"</testsuite>\n</testsuites>\n")
+            return out.commit()
+
+    def close(self) -> None:
+        """Drop the streamed test cases."""
+        self._body.close()
+
+
+def _clean(text: str) -> str:
+    """Text XML 1.0 can hold: characters it forbids (controls, lone surrogates) become ``?``."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return _FORBIDDEN.sub("?", text)

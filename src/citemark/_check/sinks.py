@@ -1,0 +1,147 @@
+"""Where a check's results go: the sink protocol, the JSONL sink, and the format registry.
+
+``citemark check`` scores rows one chunk at a time and hands each checked row to every
+sink in turn (one row in), then, once the input is read, asks each to finish (a
+summary at the end). A sink writes one file, atomically (see
+`citemark._artifacts.AtomicFile`), and returns the SHA-256 of its bytes, which
+``report.json`` records; ``report.json`` itself is written last, by the check, so it
+appears only once every other file is in place. A sink whose run fails before it
+finishes is closed, and leaves nothing behind.
+
+``rows.jsonl`` (`JsonlSink`) and ``report.html`` (``citemark._check.html.HtmlSink``)
+are always written. `FORMATS` registers the optional ones by the name
+``--format NAME`` takes; adding a format is one new module with a sink class and one
+line here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+
+from citemark._artifacts import AtomicFile
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
+    from datetime import datetime
+    from pathlib import Path
+
+    from citemark._reports import CheckSummary, MalformedLine
+    from citemark._runs import CheckRow
+    from citemark._scorer.result import CitationScore
+
+__all__ = [
+    "FORMATS",
+    "ROWS_NAME",
+    "CheckSink",
+    "CheckedRow",
+    "JsonlSink",
+    "RunFacts",
+    "SinkOptions",
+    "row_record",
+]
+
+ROWS_NAME: Final = "rows.jsonl"
+
+
+class CheckedRow(NamedTuple):
+    """One input line as checked: a row and its score, or a malformed line."""
+
+    item: CheckRow | MalformedLine
+    """The row as read, or the malformed line's number and reason."""
+    score: CitationScore | None
+    """The row's score; None for a malformed line."""
+
+
+class RunFacts(NamedTuple):
+    """What a sink may say about the whole run once every row is in."""
+
+    summary: CheckSummary
+    """The run's counts."""
+    input_name: str
+    """The input file's name, as given."""
+    input_sha256: str
+    """The SHA-256 of the input bytes."""
+    created_at: datetime
+    """When the run started."""
+    version: str
+    """The citemark version."""
+
+
+class SinkOptions(NamedTuple):
+    """What a sink is built from: where to write, and how the scorer reads rows."""
+
+    out_dir: Path
+    """The output folder (it exists)."""
+    html_rows: int
+    """How many rows a page shows at most."""
+    label_pattern: re.Pattern[str]
+    """The scorer's label pattern."""
+    citation_pattern: re.Pattern[str]
+    """The scorer's citation pattern."""
+
+
+class CheckSink(Protocol):
+    """One output of a check: rows in one at a time, one file at the end."""
+
+    name: str
+    """The file name the sink writes in the output folder."""
+
+    def add(self, row: CheckedRow) -> None:
+        """Take one checked row, in input order."""
+
+    def finish(self, facts: RunFacts) -> str:
+        """Write the file atomically; return the SHA-256 of its bytes."""
+
+    def close(self) -> None:
+        """Release what the sink holds; without `finish`, leave no file behind."""
+
+
+def row_record(row: CheckedRow) -> dict[str, Any]:
+    """The ``rows.jsonl`` record of a checked row: the same record every consumer reads."""
+    item, score = row
+    if score is None:
+        return {"line": item.line, "outcome": "malformed", "error": item.reason}  # type: ignore[union-attr]
+    return {
+        "line": item.line,
+        "id": item.id,  # type: ignore[union-attr]
+        "outcome": score.outcome,
+        "assessed": score.assessed,
+        "passed": score.passed,
+        "score": score.score,
+        "reason": score.reason,
+        "explanation": score.explanation,
+        "details": score.details,
+    }
+
+
+class JsonlSink:
+    """``rows.jsonl``: every row's full record, streamed as it is scored."""
+
+    name = ROWS_NAME
+
+    def __init__(self, options: SinkOptions) -> None:
+        self._file = AtomicFile(options.out_dir / ROWS_NAME)
+
+    def add(self, row: CheckedRow) -> None:
+        """Append the row's record as one ASCII JSON line."""
+        self._file.write(json.dumps(row_record(row), allow_nan=False).encode("ascii") + b"\n")
+
+    def finish(self, facts: RunFacts) -> str:  # noqa: ARG002 - rows.jsonl needs no summary
+        """Publish the file."""
+        return self._file.commit()
+
+    def close(self) -> None:
+        """Remove the temporary file if the run did not finish."""
+        self._file.__exit__(None, None, None)
+
+
+def _junit(options: SinkOptions) -> CheckSink:
+    from citemark._check.junit import JUnitSink  # noqa: PLC0415 - built only when asked for
+
+    return JUnitSink(options)
+
+
+FORMATS: Final[dict[str, Callable[[SinkOptions], CheckSink]]] = {"junit": _junit}
+"""The optional output formats, by the name ``--format`` takes."""
