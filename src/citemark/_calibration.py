@@ -22,7 +22,6 @@ passing calibration only reports that it passed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from pathlib import Path
@@ -45,6 +44,7 @@ from citemark._artifacts import (
     write_report_atomically,
 )
 from citemark._errors import CalibrationError, ChatError, JudgeError
+from citemark._sync import run_sync
 
 if TYPE_CHECKING:
     import os
@@ -412,7 +412,7 @@ def run_calibration_sync(
     registration: str | os.PathLike[str],
 ) -> CalibrationReport:
     """Run `run_calibration` to completion with `asyncio.run`, for code without an event loop."""
-    return asyncio.run(run_calibration(label_set, judge, registration))
+    return run_sync(lambda: run_calibration(label_set, judge, registration))
 
 
 def _checks(

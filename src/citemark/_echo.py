@@ -50,6 +50,7 @@ from citemark._echo_plan import (
 )
 from citemark._errors import ChatError, SynthesisError
 from citemark._models import Citation, CitedAnswer, Source
+from citemark._sync import run_sync
 from citemark._verify import FileReader, Outcome, verify_citation
 
 if TYPE_CHECKING:
@@ -363,9 +364,7 @@ def run_echo_check_sync(
         #> 3 False
         ```
     """
-    return asyncio.run(
-        run_echo_check(pipeline, cases, seed, out_dir, identity=identity),
-    )
+    return run_sync(lambda: run_echo_check(pipeline, cases, seed, out_dir, identity=identity))
 
 
 async def _run_case(

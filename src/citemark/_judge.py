@@ -15,7 +15,6 @@ A verdict is advisory: nothing here, or anywhere, turns it into an exit code.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
@@ -36,6 +35,7 @@ from citemark._strictjson import (
     loads_strict,
     strip_single_fence,
 )
+from citemark._sync import run_sync
 from citemark._validation import describe_validation_error
 
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ class FaithfulnessJudge:
             ChatError: the model call failed.
             JudgeError: the reply failed validation.
         """
-        return asyncio.run(self.judge(question, answer, sources))
+        return run_sync(lambda: self.judge(question, answer, sources))
 
 
 def render_judge_prompt(

@@ -18,7 +18,6 @@ counted, never averaged: there is no score here (SPEC §1, contract 3).
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
@@ -31,6 +30,7 @@ from citemark._artifacts import (
 )
 from citemark._errors import ChatError, JudgeError, SynthesisError
 from citemark._redaction import RedactingChat
+from citemark._sync import run_sync
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -296,8 +296,8 @@ def run_synthesis_sync(
     redaction_applied: bool | None = None,
 ) -> SynthesisReport:
     """Run `run_synthesis` to completion with `asyncio.run`, for code without an event loop."""
-    return asyncio.run(
-        run_synthesis(
+    return run_sync(
+        lambda: run_synthesis(
             synthesizer,
             rows,
             input_stage=input_stage,

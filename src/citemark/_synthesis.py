@@ -10,7 +10,6 @@ repaired or replaced by a default.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from citemark._errors import BlankQueryError, NoSourcesError, QueryRewriteError, SynthesisError
@@ -23,6 +22,7 @@ from citemark._render import (
     sanitize_text,
 )
 from citemark._resolve import resolve
+from citemark._sync import run_sync
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -102,7 +102,7 @@ class Synthesizer:
 
     def synthesize_sync(self, question: str, sources: Sequence[Source]) -> CitedAnswer:
         """Run `synthesize` to completion from synchronous code."""
-        return asyncio.run(self.synthesize(question, sources))
+        return run_sync(lambda: self.synthesize(question, sources))
 
 
 class QueryRewriter:
@@ -149,4 +149,4 @@ class QueryRewriter:
 
     def rewrite_sync(self, query: str) -> str:
         """Run `rewrite` to completion from synchronous code."""
-        return asyncio.run(self.rewrite(query))
+        return run_sync(lambda: self.rewrite(query))

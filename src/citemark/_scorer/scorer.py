@@ -67,6 +67,7 @@ from citemark._scorer.result import (
     unassessed,
 )
 from citemark._scorer.sentences import sentence_coverage
+from citemark._sync import run_sync
 
 if TYPE_CHECKING:
     import re
@@ -283,16 +284,10 @@ class CitationScorer:
         Raises:
             TypeError: as `score`.
         """
-        result: list[CitationScore] = []
-
-        async def run() -> None:
-            result.append(await self.score(response, sources, question))
-
-        # The coroutine returns None on purpose: Python 3.11's asyncio.run reprs its
-        # main task when it restores the SIGINT handler, and the repr of a score
-        # whose details list a hundred thousand markers takes longer than scoring.
-        asyncio.run(run())
-        return result[0]
+        # run_sync keeps the result out of the main task: Python 3.11's asyncio.run
+        # reprs that task, and the repr of a score whose details list a hundred
+        # thousand markers takes longer than scoring.
+        return run_sync(lambda: self.score(response, sources, question))
 
     async def score_many(
         self, rows: Iterable[RowLike], *, concurrency: int = 32
