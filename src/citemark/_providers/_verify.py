@@ -239,6 +239,12 @@ def _verify(
     citation: ProviderCitation, answer: ProviderAnswer, docs: Documents, reader: DocumentReader
 ) -> tuple[Outcome, str]:
     if citation.unit_error is not None:
+        span = citation.response_span
+        if span is not None and span.text is not None and 0 <= span.part < len(answer.parts):
+            part = answer.parts[span.part]
+            other = _other_unit(part, span.raw_start, span.raw_end, span.unit, span.text)
+            if other is not None:
+                return "unit_error", f"response_matches_as_{other}"
         return "unit_error", citation.unit_error
     if citation.doc_id is None:
         return "unknown_document", "document_not_sent"
