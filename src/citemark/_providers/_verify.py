@@ -239,10 +239,10 @@ def _verify(
     citation: ProviderCitation, answer: ProviderAnswer, docs: Documents, reader: DocumentReader
 ) -> tuple[Outcome, str]:
     if citation.unit_error is not None:
-        span = citation.response_span
-        if span is not None and span.text is not None and 0 <= span.part < len(answer.parts):
-            part = answer.parts[span.part]
-            other = _other_unit(part, span.raw_start, span.raw_end, span.unit, span.text)
+        rs = citation.response_span
+        if rs is not None and rs.text is not None and 0 <= rs.part < len(answer.parts):
+            part = answer.parts[rs.part]
+            other = _other_unit(part, rs.raw_start, rs.raw_end, rs.unit, rs.text)
             if other is not None:
                 return "unit_error", f"response_matches_as_{other}"
         return "unit_error", citation.unit_error
