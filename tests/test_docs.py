@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import citemark
+import citemark.providers
 import langchain_citemark
 import llama_index.evaluation.citemark
 import llama_index.postprocessor.citemark
@@ -33,6 +34,7 @@ import llama_index.query_engine.citemark
 # Every distribution whose public docstrings carry runnable examples.
 PACKAGES = (
     citemark,
+    citemark.providers,
     langchain_citemark,
     llama_index.postprocessor.citemark,
     llama_index.query_engine.citemark,

@@ -6,7 +6,8 @@ drawn once, here and in ``docs/errors.md``::
     CitemarkError
     ├── SynthesisError            the synthesis contract failed
     │   ├── NoSourcesError        nothing citable was given
-    │   └── MarkerOutOfRangeError an answer cited [n] outside 1..N
+    │   ├── MarkerOutOfRangeError an answer cited [n] outside 1..N
+    │   └── UnsentDocumentError   a provider citation named a document not sent
     ├── QueryRewriteError         a query rewrite came back blank
     ├── BlankQueryError           a blank query was given to rewrite
     ├── JudgeError                a judge reply failed to parse or validate
@@ -15,7 +16,9 @@ drawn once, here and in ``docs/errors.md``::
     ├── ChatConfigError           a chat's configuration was refused
     ├── CalibrationError          a calibration step was refused
     │   └── LabelSetError         a label file failed its checks
-    └── NoRowsError               a check input held no readable row
+    ├── NoRowsError               a check input held no readable row
+    ├── ProviderResponseError     a provider response is not of its documented shape
+    └── OffsetUnitError           an offset fell inside a character or out of range
 
 `QueryRewriteError`, `JudgeError` and `ChatError` are siblings of
 `SynthesisError`, not subclasses: a caller who catches synthesis failures must not
@@ -49,9 +52,12 @@ __all__ = [
     "MarkerOutOfRangeError",
     "NoRowsError",
     "NoSourcesError",
+    "OffsetUnitError",
+    "ProviderResponseError",
     "QueryRewriteError",
     "StrictJSONError",
     "SynthesisError",
+    "UnsentDocumentError",
 ]
 
 # Integers with more digits than this are described by their length in messages:
@@ -252,3 +258,117 @@ class NoRowsError(CitemarkError, ValueError):
 
     It is also a `ValueError`, as it was in citemark 0.1.
     """
+
+
+class UnsentDocumentError(SynthesisError):
+    """Raised when a provider-native citation names a document that was not sent.
+
+    The provider-citation counterpart of `MarkerOutOfRangeError`: the answer is
+    rejected whole, nothing is repaired or dropped.
+
+    Attributes:
+        provider: The provider name, e.g. ``"anthropic"``.
+        citation_index: The position of the first such citation in the answer's
+            citation list (0-based).
+        unsent_count: How many of the answer's citations name an unsent document.
+        sent_count: How many documents were sent.
+    """
+
+    provider: str
+    citation_index: int
+    unsent_count: int
+    sent_count: int
+
+    def __init__(
+        self, provider: str, *, citation_index: int, unsent_count: int, sent_count: int
+    ) -> None:
+        """Create the error from structural facts only (never a document id or URL)."""
+        self.provider = provider
+        self.citation_index = citation_index
+        self.unsent_count = unsent_count
+        self.sent_count = sent_count
+        noun = "document was" if sent_count == 1 else "documents were"
+        msg = (
+            f"{provider} answer rejected: {unsent_count} citation(s) name a document that "
+            f"was not sent (first at citation {citation_index}); {sent_count} {noun} sent"
+        )
+        super().__init__(msg)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (
+            _rebuild_unsent_document_error,
+            (self.provider, self.citation_index, self.unsent_count, self.sent_count),
+        )
+
+
+def _rebuild_unsent_document_error(
+    provider: str, citation_index: int, unsent_count: int, sent_count: int
+) -> UnsentDocumentError:
+    return UnsentDocumentError(
+        provider,
+        citation_index=citation_index,
+        unsent_count=unsent_count,
+        sent_count=sent_count,
+    )
+
+
+class ProviderResponseError(CitemarkError):
+    """Raised when a provider response is not of the provider's documented shape.
+
+    Attributes:
+        provider: The provider name, e.g. ``"gemini"``.
+        reason: A fixed, structural description written by citemark (field names and
+            positions only), never text from the response.
+    """
+
+    provider: str
+    reason: str
+
+    def __init__(self, provider: str, reason: str) -> None:
+        """Create the error from the provider name and a citemark-written reason."""
+        self.provider = provider
+        self.reason = reason
+        super().__init__(f"{provider} response is not of the documented shape: {reason}")
+
+    def __reduce__(self) -> tuple[type[ProviderResponseError], tuple[str, str]]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (type(self), (self.provider, self.reason))
+
+
+class OffsetUnitError(CitemarkError):
+    """Raised when an offset cannot be converted exactly between text units.
+
+    An offset that falls inside a UTF-8 sequence or between the two halves of a
+    UTF-16 surrogate pair names no character boundary; citemark never rounds it to
+    the nearest one.
+
+    Attributes:
+        offset: The offset as given.
+        unit: The unit it was given in: ``"utf8"``, ``"utf16"`` or ``"code_point"``.
+        reason: ``"inside_utf8_sequence"``, ``"inside_surrogate_pair"``,
+            ``"negative"`` or ``"past_end"``.
+        length: The length of the indexed text, in ``unit``.
+    """
+
+    offset: int
+    unit: str
+    reason: str
+    length: int
+
+    def __init__(self, offset: int, *, unit: str, reason: str, length: int) -> None:
+        """Create the error from the offset, its unit, the reason code and the length."""
+        self.offset = offset
+        self.unit = unit
+        self.reason = reason
+        self.length = length
+        msg = f"offset {offset} ({unit}) is not a character boundary: {reason} (length {length})"
+        super().__init__(msg)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (_rebuild_offset_unit_error, (self.offset, self.unit, self.reason, self.length))
+
+
+def _rebuild_offset_unit_error(offset: int, unit: str, reason: str, length: int) -> OffsetUnitError:
+    return OffsetUnitError(offset, unit=unit, reason=reason, length=length)

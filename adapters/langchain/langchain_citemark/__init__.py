@@ -9,6 +9,7 @@ from langchain_citemark.documents import (
 )
 from langchain_citemark.evaluators import make_citation_evaluator
 from langchain_citemark.output_parsers import CitationOutputParser
+from langchain_citemark.provider_citations import parse_provider_message
 from langchain_citemark.runnables import (
     CitedAnswerChain,
     CitedAnswerInput,
@@ -27,4 +28,5 @@ __all__ = [
     "documents_to_sources",
     "format_documents",
     "make_citation_evaluator",
+    "parse_provider_message",
 ]

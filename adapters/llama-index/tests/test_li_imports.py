@@ -21,6 +21,8 @@ EXPECTED = {
         "CitedQueryEngine",
         "CitedResponse",
         "CitedStreamingResponse",
+        "citable_documents",
+        "parse_citation_blocks",
         "resolve_response",
         "validate_stream",
     ],

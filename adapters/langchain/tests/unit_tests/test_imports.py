@@ -14,6 +14,7 @@ EXPECTED = [
     "documents_to_sources",
     "format_documents",
     "make_citation_evaluator",
+    "parse_provider_message",
 ]
 
 

@@ -1,6 +1,10 @@
 """citemark for LlamaIndex: a query engine whose ``[n]`` citations are resolved and checked."""
 
 from llama_index.query_engine.citemark.base import CitedQueryEngine
+from llama_index.query_engine.citemark.provider_citations import (
+    citable_documents,
+    parse_citation_blocks,
+)
 from llama_index.query_engine.citemark.response import (
     CitedAsyncStreamingResponse,
     CitedResponse,
@@ -14,6 +18,8 @@ __all__ = [
     "CitedQueryEngine",
     "CitedResponse",
     "CitedStreamingResponse",
+    "citable_documents",
+    "parse_citation_blocks",
     "resolve_response",
     "validate_stream",
 ]
