@@ -38,6 +38,7 @@ from citemark._labels import (
     render_blocks,
 )
 from citemark._models import Source
+from citemark._observe import observed_score
 from citemark._scorer_prompt import (
     SCORER_PROMPT_SHA256,
     annotate,
@@ -201,6 +202,7 @@ class CitationScorer:
         """The SHA-256 hex digest of the judge prompt template."""
         return SCORER_PROMPT_SHA256
 
+    @observed_score
     async def score(self, response: str, sources: Sources, question: str = "") -> CitationScore:
         """Score one response: classify its citations, then ask the judge once if it can.
 
