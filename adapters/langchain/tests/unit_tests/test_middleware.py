@@ -348,3 +348,42 @@ class TestStreaming:
         agent, _ = agent_for(search_then("It ends on filing [1] [2]."))
         text, error = streamed(agent)
         assert (None, "It ends on filing [1] [2].") == (error, text)
+
+
+class TestEvents:
+    def test_each_checked_reply_emits_a_check_event(self):
+        """With citemark.otel on, every checked reply is one citations_valid event with its id."""
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import (
+            InMemoryLogRecordExporter,
+            SimpleLogRecordProcessor,
+        )
+
+        from citemark import otel
+
+        memory = InMemoryLogRecordExporter()
+        provider = LoggerProvider()
+        provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+        replies = [
+            AIMessage("Searching for [4].", tool_calls=[call("search_licenses", "patent", "c1")]),
+            AIMessage("It ends [1]."),
+        ]
+        agent, _ = agent_for(replies, CitationMiddleware(on_violation="annotate"))
+        otel.enable(logger_provider=provider)
+        try:
+            result = agent.invoke(QUESTION)
+        finally:
+            otel.disable()
+        ids = [m.id for m in result["messages"] if isinstance(m, AIMessage)]
+        assert [
+            ("fail", 0.0, "1 marker(s) outside 1..0; first [4]", ids[0]),
+            ("pass", 1.0, "1 source(s) cited of 2", ids[1]),
+        ] == [
+            (
+                a["gen_ai.evaluation.score.label"],
+                a["gen_ai.evaluation.score.value"],
+                a["gen_ai.evaluation.explanation"],
+                a["gen_ai.response.id"],
+            )
+            for a in (dict(r.log_record.attributes) for r in memory.get_finished_logs())
+        ]
