@@ -45,10 +45,10 @@ from citemark import (
     Source,
     StreamingResolver,
     indent_block,
+    otel,
     parse_markers,
     resolve,
 )
-from citemark.otel import emit_check
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -259,10 +259,11 @@ class CitationMiddleware(AgentMiddleware):
         msg = f"state key {key!r} must hold a list of Documents or Sources"
         raise TypeError(msg)
 
-    def _guard(self, sources: list[Source]) -> _StreamGuard | None:
+    def _guard(self, sources: list[Source]) -> list[Source] | None:
+        """The sources a stream guard resolves against, or None when no guard is due."""
         if self.on_violation != "error" or self.check != "each_turn" or not sources:
             return None
-        return _StreamGuard(sources)
+        return sources
 
     def _checked(
         self, response: ModelResponse[Any], sources: list[Source]
@@ -274,8 +275,13 @@ class CitationMiddleware(AgentMiddleware):
             if not isinstance(message, AIMessage) or not self._due(message):
                 result.append(message)
                 continue
+            if self.on_violation == "error" and not otel.is_enabled():
+                # The hot path: nothing to record, so resolving (or raising) is all.
+                _raise_if_out_of_range(message.text, sources)
+                result.append(message)
+                continue
             report = _report(message, sources)
-            emit_check(
+            otel.emit_check(
                 passed=report.outcome != "out_of_range",
                 explanation=_facts(report),
                 response_id=message.id,
@@ -333,30 +339,41 @@ class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
     the stream's own handler forwards it, and no other run.
     """
 
-    def __init__(self, guard: _StreamGuard | None) -> None:
-        self._guard = guard
+    def __init__(self, sources: list[Source] | None) -> None:
+        self._sources = sources
         self._token: Any = None
 
     def __enter__(self) -> None:
         config = var_child_runnable_config.get()
-        if self._guard is None or config is None:
+        if self._sources is None or config is None:
             return
         callbacks = config.get("callbacks")
-        if isinstance(callbacks, BaseCallbackManager):
+        if isinstance(callbacks, BaseCallbackManager) and callbacks.handlers:
             manager = callbacks.copy()
-            manager.handlers = [self._guard, *manager.handlers]
+            manager.handlers = [_StreamGuard(self._sources), *manager.handlers]
             patched: Any = manager
-        elif isinstance(callbacks, list):
-            patched = [self._guard, *callbacks]
+        elif isinstance(callbacks, list) and callbacks:
+            patched = [_StreamGuard(self._sources), *callbacks]
         else:
-            # No handler at all: nothing streams the reply, so nothing needs a guard;
-            # the reply is checked whole when the call returns.
+            # No handler at all: nothing can stream the reply (a chat model streams
+            # only for a streaming handler or an explicit flag, and the stream's
+            # consumer is a handler), so the reply is checked whole when it returns.
             return
         self._token = var_child_runnable_config.set({**config, "callbacks": patched})
 
     def __exit__(self, *exc_info: object) -> None:
         if self._token is not None:
             var_child_runnable_config.reset(self._token)
+
+
+def _raise_if_out_of_range(text: str, sources: list[Source]) -> None:
+    """Raise `MarkerOutOfRangeError` for the reply's first marker outside ``1..N``."""
+    if sources:
+        resolve(text, sources)
+        return
+    markers = parse_markers(text)
+    if markers:
+        raise MarkerOutOfRangeError(markers[0].number, 0)
 
 
 def _report(message: AIMessage, sources: list[Source]) -> AgentCitationReport:
