@@ -83,6 +83,9 @@ class CitationAssertionError(AssertionError):
         self.cited_sentences = cited_sentences
 
 
+# Shown as citemark.testing.CitationAssertionError in pytest's failure lines.
+CitationAssertionError.__module__ = "citemark.testing"
+
 _recorders: list[Callable[[AssertionRecord], None]] = []
 
 
