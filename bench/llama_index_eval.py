@@ -87,7 +87,7 @@ async def run_batch_eval_runner(base_url: str, *, strings: bool = False) -> floa
         elapsed = time.perf_counter() - start
     graded = results["citations"]
     if len(graded) != ROWS or not all(
-        r.passing and not r.invalid_result and r.details["raw_score"] == 3 for r in graded
+        r.passing and not r.invalid_result and r.findings.raw_score == 3 for r in graded
     ):
         raise RuntimeError({r.invalid_reason for r in graded})
     return ROWS / elapsed
@@ -100,7 +100,7 @@ async def run_score_many(base_url: str) -> float:
         start = time.perf_counter()
         results = await scorer.score_many(rows, concurrency=CONCURRENCY)
         elapsed = time.perf_counter() - start
-    if len(results) != ROWS or not all(r.passed and r.details["raw_score"] == 3 for r in results):
+    if len(results) != ROWS or not all(r.passed and r.judge_band == 3 for r in results):
         raise RuntimeError({r.reason for r in results})
     return ROWS / elapsed
 

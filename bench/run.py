@@ -12,7 +12,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["markers.py", "langchain_chain.py", "scorer.py", "llama_index_eval.py", "check.py"]
+ORDER = [
+    "markers.py",
+    "langchain_chain.py",
+    "langchain_agent.py",
+    "scorer.py",
+    "llama_index_eval.py",
+    "check.py",
+]
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from pydantic_core import PydanticCustomError
 
 from citemark._errors import JudgeError
+from citemark._observe import observed_verdict
 from citemark._render import (
     check_template,
     indent_block,
@@ -201,6 +202,7 @@ class FaithfulnessJudge:
         """The SHA-256 hex digest of the prompt template's UTF-8 text."""
         return self._prompt_sha256
 
+    @observed_verdict
     async def judge(
         self, question: str, answer: str, sources: Sequence[Source]
     ) -> FaithfulnessVerdict:

@@ -4,6 +4,10 @@
 records every prompt it receives, so a test can assert both what the model was
 asked and how many times. Use it to test your own chains offline, the way
 ``httpx.MockTransport`` or ``structlog.testing`` are used.
+
+`assert_cited` is citemark's deterministic check as a test assertion; with the
+pytest plugin citemark installs, ``--citemark-report DIR`` writes a ``citemark
+check`` report of every assertion in the run.
 """
 
 from __future__ import annotations
@@ -11,10 +15,18 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, TypeAlias
 
+from citemark._assertions import CitationAssertionError, assert_cited
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-__all__ = ["Reply", "ScriptExhaustedError", "ScriptedChat"]
+__all__ = [
+    "CitationAssertionError",
+    "Reply",
+    "ScriptExhaustedError",
+    "ScriptedChat",
+    "assert_cited",
+]
 
 Reply: TypeAlias = "str | BaseException | type[BaseException] | Callable[[str], str]"
 """One scripted reply: a string to return, an exception (instance or class) to

@@ -1,5 +1,7 @@
 """LangChain integration for citemark: checkable integer citations."""
 
+from typing import TYPE_CHECKING, Any
+
 from langchain_citemark.callbacks import CitationCallbackHandler, CitationReport
 from langchain_citemark.chat_models import LangChainChat
 from langchain_citemark.documents import (
@@ -8,6 +10,11 @@ from langchain_citemark.documents import (
     format_documents,
 )
 from langchain_citemark.evaluators import make_citation_evaluator
+from langchain_citemark.langsmith_evaluators import (
+    acitations_valid_evaluator,
+    citation_feedback,
+    citations_valid_evaluator,
+)
 from langchain_citemark.output_parsers import CitationOutputParser
 from langchain_citemark.provider_citations import parse_provider_message
 from langchain_citemark.runnables import (
@@ -16,17 +23,38 @@ from langchain_citemark.runnables import (
     create_cited_answer_chain,
 )
 
+if TYPE_CHECKING:
+    from langchain_citemark.middleware import AgentCitationReport, CitationMiddleware
+
 __all__ = [
     "CITED_ANSWER_PROMPT",
+    "AgentCitationReport",
     "CitationCallbackHandler",
+    "CitationMiddleware",
     "CitationOutputParser",
     "CitationReport",
     "CitedAnswerChain",
     "CitedAnswerInput",
     "LangChainChat",
+    "acitations_valid_evaluator",
+    "citation_feedback",
+    "citations_valid_evaluator",
     "create_cited_answer_chain",
     "documents_to_sources",
     "format_documents",
     "make_citation_evaluator",
     "parse_provider_message",
 ]
+
+# The agent middleware needs the `langchain` package (the `agents` extra); importing
+# it lazily keeps `import langchain_citemark` working with langchain-core alone.
+_LAZY = {"AgentCitationReport", "CitationMiddleware"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from langchain_citemark import middleware  # noqa: PLC0415 - optional dependency
+
+        return getattr(middleware, name)
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 from citemark._chat import ChatModel
 from citemark._errors import ChatError
 from citemark._models import Source
+from citemark._observe import observed_score
 from citemark._scorer.findings import (
     CitedMarker,
     ExcludedLabel,
@@ -213,6 +214,7 @@ class CitationScorer:
         """The SHA-256 hex digest of the judge prompt template."""
         return SCORER_PROMPT_SHA256
 
+    @observed_score
     async def score(self, response: str, sources: Sources, question: str = "") -> CitationScore:
         """Score one response: classify its citations, then ask the judge once if it can.
 

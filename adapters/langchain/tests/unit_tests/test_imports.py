@@ -4,12 +4,17 @@ import langchain_citemark
 
 EXPECTED = [
     "CITED_ANSWER_PROMPT",
+    "AgentCitationReport",
     "CitationCallbackHandler",
+    "CitationMiddleware",
     "CitationOutputParser",
     "CitationReport",
     "CitedAnswerChain",
     "CitedAnswerInput",
     "LangChainChat",
+    "acitations_valid_evaluator",
+    "citation_feedback",
+    "citations_valid_evaluator",
     "create_cited_answer_chain",
     "documents_to_sources",
     "format_documents",

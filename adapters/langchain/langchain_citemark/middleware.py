@@ -1,0 +1,431 @@
+"""Citation checks for agents built with ``langchain.agents.create_agent``.
+
+`CitationMiddleware` is one ``wrap_model_call`` hook. Before each model call it
+collects the agent's sources, numbers them ``1..N`` and shows the model that
+numbered list; after the call it resolves the reply's ``[n]`` markers against the
+same list. Sources come from the ``ToolMessage`` artifacts of retriever tools (a
+tool built with ``create_retriever_tool(..., response_format="content_and_artifact")``),
+numbered across the conversation in the order the tools returned them, or from a
+state key the caller names, rendered into the system message.
+
+A violation either raises `citemark.MarkerOutOfRangeError` out of the agent
+(``on_violation="error"``) or is recorded (``"annotate"``): the report goes to the
+reply's ``response_metadata["citemark"]`` and to the state's ``citemark_reports``.
+The middleware never calls the model again, never edits the reply's text and
+declares no jump: it cannot send the agent back to the model.
+
+Everything happens inside the model node, so the check adds no graph node. When the
+agent streams (``stream_mode="messages"``), a guard handler is placed ahead of the
+stream's own handler: the reply's tokens are resolved as they arrive, and the first
+complete out-of-range marker raises before the token carrying it reaches the stream,
+as `langchain_citemark.CitedAnswerChain` does.
+
+This module needs the ``langchain`` package (``pip install langchain-citemark[agents]``).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelResponse
+from langchain.agents.middleware.types import OmitFromInput
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGenerationChunk, GenerationChunk
+from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.types import Command
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict
+
+from citemark import (
+    Citation,
+    MarkerOutOfRangeError,
+    Source,
+    StreamingResolver,
+    indent_block,
+    otel,
+    parse_markers,
+    resolve,
+)
+from langchain_citemark.documents import documents_to_sources
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.messages import AnyMessage
+
+    from citemark import DocumentReader
+
+__all__ = ["REPORTS_KEY", "AgentCitationReport", "CitationMiddleware"]
+
+REPORTS_KEY = "citemark_reports"
+"""The state key under which ``on_violation="annotate"`` appends one report per checked reply."""
+
+METADATA_KEY = "citemark"
+"""The ``response_metadata`` key of a checked reply that holds its report."""
+
+Outcome = Literal["resolved", "out_of_range", "abstained"]
+
+
+class AgentCitationReport(BaseModel):
+    """What one model reply of an agent cited, as recorded by ``on_violation="annotate"``.
+
+    State and message metadata hold it as a plain dict (``model_dump(mode="json")``),
+    so any checkpointer can store it; `AgentCitationReport.model_validate` reads it back.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    outcome: Outcome
+    """``resolved`` (every marker names a shown source), ``out_of_range`` (a marker
+    names none) or ``abstained`` (the reply cites nothing)."""
+
+    source_count: int
+    """How many numbered sources the model was shown for this reply."""
+
+    out_of_range: tuple[int, ...] = ()
+    """The markers outside ``1..source_count``, distinct, in order of first mention."""
+
+    citations: tuple[Citation, ...] = ()
+    """The resolved citations, when the outcome is ``resolved``."""
+
+    final: bool
+    """Whether the reply ended the agent loop (it called no tool)."""
+
+    message_id: str | None = None
+    """The reply's message id, when the model gave one."""
+
+
+class CitationMiddleware(AgentMiddleware):
+    r"""Check the ``[n]`` citations of an agent's replies against the sources it was shown.
+
+    Args:
+        tool_names: The retriever tools whose results are sources. ``None`` (the
+            default) takes every tool result whose artifact is a list of
+            ``Document``; a named tool whose result carries no such artifact raises
+            ``TypeError`` before the model is called, since its documents would be
+            lost.
+
+        sources_key: Take the sources from this state key instead (a list of
+            ``Document`` or `citemark.Source`), shown to the model as a numbered list
+            appended to the system message. Tool results are then not sources.
+
+        on_violation: ``"error"`` raises `citemark.MarkerOutOfRangeError` out of the
+            agent; ``"annotate"`` records an `AgentCitationReport` on the reply's
+            ``response_metadata["citemark"]`` and appends it to the state's
+            ``citemark_reports``, and the agent goes on.
+
+        check: ``"each_turn"`` checks every reply that has text (what an
+            ``after_model`` hook sees); ``"final_answer"`` checks only the reply that
+            ends the loop, the one that calls no tool (what ``after_agent`` sees).
+
+        reader: Optional `citemark.DocumentReader` to recover offsets a splitter left
+            out, as in `langchain_citemark.documents_to_sources`.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from langchain_core.documents import Document
+        from langchain_core.language_models import GenericFakeChatModel
+
+        from citemark import MarkerOutOfRangeError
+        from langchain_citemark import CitationMiddleware
+
+        docs = [Document("Patents end on filing.", metadata={"source": "apache"})]
+        model = GenericFakeChatModel(messages=iter(["It ends on filing [1] or [4]."]))
+        agent = create_agent(model, middleware=[CitationMiddleware(sources_key="documents")])
+        try:
+            agent.invoke({"messages": [("user", "When?")], "documents": docs})
+        except MarkerOutOfRangeError as exc:
+            print(exc)
+        #> marker [4] is out of range: the answer was given 1 source, so markers must lie in 1..1
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        tool_names: Sequence[str] | None = None,
+        sources_key: str | None = None,
+        on_violation: Literal["error", "annotate"] = "error",
+        check: Literal["each_turn", "final_answer"] = "each_turn",
+        reader: DocumentReader | None = None,
+    ) -> None:
+        super().__init__()
+        if on_violation not in ("error", "annotate"):
+            msg = "on_violation must be 'error' or 'annotate'"
+            raise ValueError(msg)
+        if check not in ("each_turn", "final_answer"):
+            msg = "check must be 'each_turn' or 'final_answer'"
+            raise ValueError(msg)
+        if sources_key is not None and (not isinstance(sources_key, str) or not sources_key):
+            msg = "sources_key must be a non-empty string or None"
+            raise ValueError(msg)
+        self.tool_names = None if tool_names is None else frozenset(tool_names)
+        self.sources_key = sources_key
+        self.on_violation = on_violation
+        self.check = check
+        self.reader = reader
+        self.tools = []
+        self.state_schema = _state_schema(sources_key)
+
+    # --- the hook ---------------------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Show the model numbered sources, call it once, and check its reply."""
+        sources, shown = self._prepare(request)
+        with _guarded(self._guard(sources)):
+            response = handler(shown)
+        return self._checked(response, sources)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Show the model numbered sources, call it once, and check its reply."""
+        sources, shown = self._prepare(request)
+        with _guarded(self._guard(sources)):
+            response = await handler(shown)
+        return self._checked(response, sources)
+
+    # --- the work ---------------------------------------------------------------------
+
+    def _prepare(self, request: ModelRequest[Any]) -> tuple[list[Source], ModelRequest[Any]]:
+        """Collect the sources and the request as the model must see it: numbered."""
+        if self.sources_key is not None:
+            sources = self._state_sources(request.state)
+            if not sources:
+                return sources, request
+            listing = "Sources:\n\n" + _numbered(sources, 1)
+            system = request.system_message
+            text = listing if system is None else f"{system.text}\n\n{listing}"
+            return sources, request.override(system_message=SystemMessage(text))
+        sources = []
+        messages: list[AnyMessage] = []
+        changed = False
+        for message in request.messages:
+            documents = self._tool_documents(message)
+            if documents is None:
+                messages.append(message)
+                continue
+            first = len(sources) + 1
+            batch = documents_to_sources(documents, reader=self.reader)
+            sources.extend(batch)
+            content = _numbered(batch, first) if batch else "(no documents)"
+            messages.append(message.model_copy(update={"content": content}))
+            changed = True
+        return sources, request.override(messages=messages) if changed else request
+
+    def _tool_documents(self, message: object) -> list[Document] | None:
+        if not isinstance(message, ToolMessage):
+            return None
+        artifact = message.artifact
+        is_documents = isinstance(artifact, list) and all(
+            isinstance(item, Document) for item in artifact
+        )
+        if self.tool_names is None:
+            return artifact if is_documents and artifact else None
+        if message.name not in self.tool_names:
+            return None
+        if not is_documents:
+            msg = (
+                f"tool {message.name!r} returned no list of Documents as its artifact; "
+                "build it with create_retriever_tool(..., response_format="
+                "'content_and_artifact') so its documents can be numbered"
+            )
+            raise TypeError(msg)
+        return list(artifact)
+
+    def _state_sources(self, state: object) -> list[Source]:
+        key = self.sources_key
+        value = state.get(key) if isinstance(state, dict) and key is not None else None
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            msg = f"state key {key!r} must hold a list of Documents or Sources"
+            raise TypeError(msg)
+        if all(isinstance(item, Source) for item in value):
+            return list(value)
+        if all(isinstance(item, Document) for item in value):
+            return documents_to_sources(value, reader=self.reader)
+        msg = f"state key {key!r} must hold a list of Documents or Sources"
+        raise TypeError(msg)
+
+    def _guard(self, sources: list[Source]) -> list[Source] | None:
+        """The sources a stream guard resolves against, or None when no guard is due."""
+        if self.on_violation != "error" or self.check != "each_turn" or not sources:
+            return None
+        return sources
+
+    def _checked(
+        self, response: ModelResponse[Any], sources: list[Source]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Check each AI reply of the response; raise, or return it annotated."""
+        reports: list[dict[str, Any]] = []
+        result: list[Any] = []
+        for message in response.result:
+            if not isinstance(message, AIMessage) or not self._due(message):
+                result.append(message)
+                continue
+            if self.on_violation == "error" and not otel.is_enabled():
+                # The hot path: nothing to record, so resolving (or raising) is all.
+                _raise_if_out_of_range(message.text, sources)
+                result.append(message)
+                continue
+            report = _report(message, sources)
+            otel.emit_check(
+                passed=report.outcome != "out_of_range",
+                explanation=_facts(report),
+                response_id=message.id,
+            )
+            if report.outcome == "out_of_range" and self.on_violation == "error":
+                raise MarkerOutOfRangeError(report.out_of_range[0], report.source_count)
+            if self.on_violation == "annotate":
+                dumped = report.model_dump(mode="json")
+                reports.append(dumped)
+                metadata = {**message.response_metadata, METADATA_KEY: dumped}
+                message = message.model_copy(update={"response_metadata": metadata})  # noqa: PLW2901
+            result.append(message)
+        if not reports:
+            return response
+        checked = ModelResponse(result=result, structured_response=response.structured_response)
+        return ExtendedModelResponse(
+            model_response=checked, command=Command(update={REPORTS_KEY: reports})
+        )
+
+    def _due(self, message: AIMessage) -> bool:
+        if not message.text.strip():
+            return False
+        return self.check == "each_turn" or not message.tool_calls
+
+
+class _StreamGuard(BaseCallbackHandler):
+    """Resolve a streaming reply token by token; raise at the first bad marker."""
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self, sources: list[Source]) -> None:
+        super().__init__()
+        self._resolver = StreamingResolver(sources)
+
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Feed the token's text; `MarkerOutOfRangeError` stops the stream here."""
+        text = chunk.message.text if isinstance(chunk, ChatGenerationChunk) else token
+        if isinstance(text, str) and text:
+            self._resolver.feed(text)
+
+
+class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
+    """Put a guard ahead of every handler of the model call made inside the block.
+
+    The model node runs with the graph's callbacks in LangChain's child-config
+    context variable; the model call inside ``handler`` reads them from there. The
+    guard goes first, and not inherited, so it sees each token of this call before
+    the stream's own handler forwards it, and no other run.
+    """
+
+    def __init__(self, sources: list[Source] | None) -> None:
+        self._sources = sources
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        config = var_child_runnable_config.get()
+        if self._sources is None or config is None:
+            return
+        callbacks = config.get("callbacks")
+        if isinstance(callbacks, BaseCallbackManager) and callbacks.handlers:
+            manager = callbacks.copy()
+            manager.handlers = [_StreamGuard(self._sources), *manager.handlers]
+            patched: Any = manager
+        elif isinstance(callbacks, list) and callbacks:
+            patched = [_StreamGuard(self._sources), *callbacks]
+        else:
+            # No handler at all: nothing can stream the reply (a chat model streams
+            # only for a streaming handler or an explicit flag, and the stream's
+            # consumer is a handler), so the reply is checked whole when it returns.
+            return
+        self._token = var_child_runnable_config.set({**config, "callbacks": patched})
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            var_child_runnable_config.reset(self._token)
+
+
+def _raise_if_out_of_range(text: str, sources: list[Source]) -> None:
+    """Raise `MarkerOutOfRangeError` for the reply's first marker outside ``1..N``."""
+    if sources:
+        resolve(text, sources)
+        return
+    markers = parse_markers(text)
+    if markers:
+        raise MarkerOutOfRangeError(markers[0].number, 0)
+
+
+def _report(message: AIMessage, sources: list[Source]) -> AgentCitationReport:
+    text = message.text
+    count = len(sources)
+    final = not message.tool_calls
+    bad = tuple(dict.fromkeys(o.number for o in parse_markers(text) if not 0 < o.number <= count))
+    if bad:
+        return AgentCitationReport(
+            outcome="out_of_range",
+            source_count=count,
+            out_of_range=bad,
+            final=final,
+            message_id=message.id,
+        )
+    citations = resolve(text, sources).citations if count else ()
+    return AgentCitationReport(
+        outcome="resolved" if citations else "abstained",
+        source_count=count,
+        citations=citations,
+        final=final,
+        message_id=message.id,
+    )
+
+
+def _facts(report: AgentCitationReport) -> str:
+    if report.outcome == "out_of_range":
+        return (
+            f"{len(report.out_of_range)} marker(s) outside 1..{report.source_count}; "
+            f"first [{report.out_of_range[0]}]"
+        )
+    return f"{len(report.citations)} source(s) cited of {report.source_count}"
+
+
+def _numbered(sources: Sequence[Source], first: int) -> str:
+    """Render sources as `citemark.render_sources` does, numbered from ``first``."""
+    return "\n\n".join(
+        f"[{number}] {indent_block(source.text)}"
+        for number, source in enumerate(sources, start=first)
+    )
+
+
+def _state_schema(sources_key: str | None) -> type:
+    # LangGraph reads the reducer from the last Annotated item, LangChain the Omit flag
+    # from any item.
+    fields: dict[str, Any] = {
+        REPORTS_KEY: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput, operator.add]]
+    }
+    if sources_key is not None:
+        fields[sources_key] = NotRequired[list[Any]]
+    # The functional form, since the sources key is the caller's; LangChain merges
+    # the fields of every middleware's schema into the agent's state.
+    make: Any = TypedDict
+    schema: type = make("CitationMiddlewareState", fields)
+    return schema

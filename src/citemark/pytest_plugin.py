@@ -1,0 +1,177 @@
+"""citemark's pytest plugin: the ``citemark_check`` fixture and ``--citemark-report DIR``.
+
+Installed with citemark (a ``pytest11`` entry point), so nothing needs enabling. The
+``citemark_check`` fixture is a `CitationChecker` whose ``assert_cited`` is
+`citemark.testing.assert_cited` labelled with the test's node id. With
+``--citemark-report DIR``, every ``assert_cited`` made during the run (through the
+fixture or called directly) is written to ``DIR/assertions.jsonl`` as a
+``citemark check`` row, and at the end of the session the check pipeline turns that
+file into ``DIR/report.json``, ``DIR/report.html`` and ``DIR/rows.jsonl``, exactly as
+``citemark check DIR/assertions.jsonl --out DIR`` would. The report is data: it holds
+the answers and sources, which is why it is written only when asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import pytest
+
+from citemark._assertions import AssertionRecord, add_recorder, assert_cited, remove_recorder
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Sequence
+
+    from pydantic import JsonValue
+
+    from citemark._models import CitedAnswer, Source
+
+__all__ = ["ASSERTIONS_NAME", "CitationChecker", "citemark_check"]
+
+ASSERTIONS_NAME: Final = "assertions.jsonl"
+"""The file of recorded assertions, one ``citemark check`` row per line."""
+
+_REPORTER: Final = "citemark-reporter"
+
+
+class CitationChecker:
+    """What the ``citemark_check`` fixture gives a test: ``assert_cited`` with its id."""
+
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        """The test's node id; each assertion is labelled with it."""
+        self.count = 0
+        """How many assertions this test made through the fixture."""
+
+    def assert_cited(
+        self,
+        answer: str,
+        sources: Sequence[Source],
+        *,
+        question: str = "",
+        min_citations: int = 1,
+        min_sentence_coverage: float | None = None,
+    ) -> CitedAnswer:
+        """`citemark.testing.assert_cited`, labelled ``<node id>#<n>`` in the report."""
+        __tracebackhide__ = True
+        self.count += 1
+        return assert_cited(
+            answer,
+            sources,
+            question=question,
+            min_citations=min_citations,
+            min_sentence_coverage=min_sentence_coverage,
+            label=f"{self.node_id}#{self.count}",
+        )
+
+
+@pytest.fixture
+def citemark_check(request: pytest.FixtureRequest) -> CitationChecker:
+    """A `CitationChecker` for this test (see `citemark.testing.assert_cited`)."""
+    return CitationChecker(request.node.nodeid)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--citemark-report DIR``."""
+    group = parser.getgroup("citemark")
+    group.addoption(
+        "--citemark-report",
+        metavar="DIR",
+        default=None,
+        help="write a citemark check report (report.json, report.html) of every "
+        "assert_cited made in the run to DIR",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start recording when ``--citemark-report`` is given."""
+    out = config.getoption("--citemark-report")
+    if out is not None:
+        config.pluginmanager.register(_Reporter(Path(out)), _REPORTER)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop recording."""
+    reporter = config.pluginmanager.get_plugin(_REPORTER)
+    if isinstance(reporter, _Reporter):
+        reporter.close()
+        config.pluginmanager.unregister(reporter, _REPORTER)
+
+
+class _Reporter:
+    """Write each assertion as a row; run the check pipeline once the session ends."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.path = out / ASSERTIONS_NAME
+        self.rows = 0
+        self.held = 0
+        self.current: str | None = None
+        self.per_test: dict[str, int] = {}
+        self.summary: str | None = None
+        out.mkdir(parents=True, exist_ok=True)
+        self._handle = self.path.open("w", encoding="utf-8")
+        add_recorder(self.record)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        self.current = item.nodeid
+        try:
+            return (yield)
+        finally:
+            self.current = None
+
+    def record(self, record: AssertionRecord) -> None:
+        label = record.label
+        if label is None:
+            base = self.current or "outside-a-test"
+            self.per_test[base] = self.per_test.get(base, 0) + 1
+            label = f"{base}#{self.per_test[base]}"
+        row: dict[str, Any] = {
+            "id": label,
+            "question": record.question,
+            "answer": record.answer,
+            "sources": [source.model_dump(mode="json") for source in record.sources],
+        }
+        self._handle.write(json.dumps(row, allow_nan=False) + "\n")
+        self._handle.flush()
+        self.rows += 1
+        self.held += record.passed
+
+    def pytest_sessionfinish(self) -> None:
+        self.close()
+        if self.rows:
+            report = _write_report(self.path, self.out, self.rows)
+            self.summary = (
+                f"{self.rows} assert_cited recorded: {self.held} held, "
+                f"{self.rows - self.held} failed; report in {report}"
+            )
+        else:
+            self.summary = f"no assert_cited was made; nothing written but {self.path}"
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.summary is not None:
+            terminalreporter.write_sep("-", "citemark")
+            terminalreporter.write_line(self.summary)
+
+    def close(self) -> None:
+        remove_recorder(self.record)
+        if not self._handle.closed:
+            self._handle.close()
+
+
+def _write_report(rows: Path, out: Path, count: int) -> Path:
+    """The one call into the check pipeline: ``rows`` in, ``report.json`` and ``report.html`` out.
+
+    The same function as ``citemark check``, with the deterministic scorer (no judge:
+    a test run reports what code decided). As in ``citemark check`` without a judge,
+    a row whose citations all resolve is reported as not assessed (``no_judge``):
+    nothing graded whether the cited sources support the claims.
+    """
+    from citemark._check import run_check  # noqa: PLC0415 - only when a report is asked for
+    from citemark._scorer.scorer import CitationScorer  # noqa: PLC0415
+
+    config: dict[str, JsonValue] = {"source": "pytest", "assertions": count}
+    return run_check(rows, out, CitationScorer(), config=config).html_path
