@@ -25,7 +25,13 @@ from pathlib import Path
 import pytest
 
 import citemark
+import citemark.calibration
+import citemark.echo
+import citemark.evaluation
 import citemark.providers
+import citemark.reports
+import citemark.syntax
+import citemark.text
 import langchain_citemark
 import llama_index.evaluation.citemark
 import llama_index.postprocessor.citemark
@@ -34,7 +40,13 @@ import llama_index.query_engine.citemark
 # Every distribution whose public docstrings carry runnable examples.
 PACKAGES = (
     citemark,
+    citemark.calibration,
+    citemark.echo,
+    citemark.evaluation,
     citemark.providers,
+    citemark.reports,
+    citemark.syntax,
+    citemark.text,
     langchain_citemark,
     llama_index.postprocessor.citemark,
     llama_index.query_engine.citemark,
@@ -156,6 +168,22 @@ def docstring_examples() -> list[Example]:
     return found
 
 
+def module_examples() -> list[Example]:
+    """Every ```python block in the docstring of each documented package or public module."""
+    found = []
+    for package in PACKAGES:
+        doc = package.__doc__ or ""
+        path = Path(package.__file__)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        node = ast.parse("\n".join(lines)).body[0]
+        docstring_lines = range(node.lineno - 1, node.end_lineno or node.lineno)
+        openers = [i + 1 for i in docstring_lines if FENCE_OPENER.match(lines[i])]
+        for line, m in zip(openers, FENCE.finditer(doc), strict=True):
+            where = f"{_relative(path)}:{line} ({package.__name__})"
+            found.append(Example(where, textwrap.dedent(m.group("body")), package.__name__))
+    return found
+
+
 def _params(examples: list[Example]) -> list[object]:
     params = []
     for example in examples:
@@ -192,7 +220,7 @@ class TestMarkdownExamples:
 
 
 class TestDocstringExamples:
-    @pytest.mark.parametrize("example", _params(docstring_examples()))
+    @pytest.mark.parametrize("example", _params(docstring_examples() + module_examples()))
     def test_example_prints_what_it_shows(self, example, monkeypatch):
         """A ```python block in a public docstring runs and prints exactly its #> lines."""
         monkeypatch.chdir(ROOT)

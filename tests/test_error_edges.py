@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import citemark._cli
+import citemark._cli.main
 from citemark import (
     BlankQueryError,
     CalibrationError,
@@ -33,7 +33,7 @@ from citemark import (
     register_threshold,
 )
 from citemark._check import run_check
-from citemark._cli import main
+from citemark._cli.main import main
 from citemark._scorer.scorer import CitationScorer
 from citemark._strictjson import loads_strict
 from citemark.testing import ScriptedChat
@@ -120,7 +120,7 @@ class TestCliCatchesCitemarkTypesOnly:
         def broken(_path: object) -> LabelSet:
             raise ValueError(CANARY)
 
-        monkeypatch.setattr(citemark._cli.LabelSet, "read", broken)
+        monkeypatch.setattr(citemark._cli.main.LabelSet, "read", broken)
         with pytest.raises(ValueError, match=CANARY):
             main(["calibrate", "register", str(path), "--threshold", "kappa=0.5",
                   "--out", str(tmp_path / "reg.json")])  # fmt: skip
@@ -146,4 +146,4 @@ class TestCliCatchesCitemarkTypesOnly:
             ]
 
         naive = "try:\n    f()\nexcept ValueError as exc:\n    raise _UsageError(str(exc))\n"
-        assert ([], [3]) == (bound(inspect.getsource(citemark._cli)), bound(naive))
+        assert ([], [3]) == (bound(inspect.getsource(citemark._cli.main)), bound(naive))

@@ -6,6 +6,8 @@ import importlib
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import citemark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,3 +68,23 @@ class TestRepository:
             ["git", "check-ignore", "--no-index", "-q", probe], cwd=ROOT, check=False
         )
         assert 0 == completed.returncode
+
+
+class TestNarrowTopLevel:
+    def test_moved_names_still_import_from_the_top_level_for_one_release(self):
+        """Each 0.1 top-level name that moved is the same object as in its new module."""
+        for name, home in citemark._MOVED.items():
+            module = importlib.import_module(home)
+            assert getattr(citemark, name) is getattr(module, name), name
+            assert name in module.__all__, name
+            assert name not in citemark.__all__, name
+
+    def test_the_module_docstring_lists_every_deprecated_name(self):
+        """A reader of help(citemark) sees each deprecated name and where it went."""
+        for name in citemark._MOVED:
+            assert f"``{name}``" in citemark.__doc__, name
+
+    def test_an_unknown_name_is_still_an_attribute_error(self):
+        """The deprecation hook serves only moved names."""
+        with pytest.raises(AttributeError):
+            _ = citemark.no_such_name

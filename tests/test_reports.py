@@ -35,7 +35,7 @@ from citemark import (
     run_synthesis_sync,
     write_report_atomically,
 )
-from citemark._echo import ECHO_REPORT_NAME
+from citemark._echo.run import ECHO_REPORT_NAME
 from citemark.testing import ScriptedChat, ScriptExhaustedError
 
 ROOT = Path(__file__).resolve().parent.parent

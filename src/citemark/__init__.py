@@ -1,32 +1,32 @@
-"""citemark: citations a RAG answer cannot fake."""
+"""citemark: citations a RAG answer cannot fake.
 
-from citemark._agreement import (
-    Agreement,
-    ConfusionMatrix,
-    agreement_rate,
-    cohen_kappa,
-    confusion_matrix,
-    measure_agreement,
-    precision_recall,
-)
-from citemark._artifacts import (
-    DEFAULT_RESULTS_DIR,
-    ModelIdentity,
-    dataset_sha256,
-    write_report_atomically,
-)
-from citemark._calibration import (
-    Applicability,
-    CalibrationReport,
-    Registration,
-    Threshold,
-    register_threshold,
-    run_calibration,
-    run_calibration_sync,
-)
+The top level holds the contract: the models, the marker grammar, rendering,
+resolution, verification, the chat seam, synthesis, the judge, the scorer, the echo
+check and the error tree. Secondary surfaces live in public domain modules:
+`citemark.evaluation` (scorer findings and reason codes), `citemark.calibration`,
+`citemark.echo`, `citemark.reports`, `citemark.syntax`, `citemark.text`,
+`citemark.providers`, `citemark.otel` and `citemark.testing`.
+
+Deprecated: the names below were top-level in citemark 0.1 and still import from
+here for one release (0.2), without a warning; import them from their new homes.
+
+- from `citemark.calibration`: ``Agreement``, ``Applicability``, ``CalibrationReport``,
+  ``ConfusionMatrix``, ``LabelSet``, ``LabelledItem``, ``Registration``, ``Threshold``,
+  ``agreement_rate``, ``cohen_kappa``, ``confusion_matrix``, ``measure_agreement``,
+  ``precision_recall``, ``register_threshold``, ``run_calibration``,
+  ``run_calibration_sync``;
+- from `citemark.echo`: ``DEFAULT_ECHO_CASES``, ``EchoCase``, ``EchoCaseResult``,
+  ``EchoPlan``, ``PlannedCase``, ``plan_echo``, ``run_echo_check_sync``;
+- from `citemark.reports`: ``DEFAULT_RESULTS_DIR``, ``CheckSummary``,
+  ``ModelIdentity``, ``VerdictCounts``, ``dataset_sha256``, ``run_synthesis``,
+  ``run_synthesis_sync``, ``write_report_atomically``.
+"""
+
+import importlib as _importlib
+from typing import Any as _Any
+
 from citemark._chat import ChatModel, OpenAIChat
-from citemark._echo import EchoCaseResult, EchoReport, run_echo_check, run_echo_check_sync
-from citemark._echo_plan import DEFAULT_ECHO_CASES, EchoCase, EchoPlan, PlannedCase, plan_echo
+from citemark._echo.run import EchoReport, run_echo_check
 from citemark._errors import (
     BlankQueryError,
     CalibrationError,
@@ -43,7 +43,6 @@ from citemark._errors import (
     SynthesisError,
 )
 from citemark._judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
-from citemark._labelset import LabelledItem, LabelSet
 from citemark._markers import MarkerOccurrence, MaskedSpan, masked_spans, parse_markers
 from citemark._models import Citation, CitedAnswer, Source
 from citemark._redaction import RedactingChat, RedactionReport
@@ -54,14 +53,7 @@ from citemark._render import (
     render_prompt,
     render_sources,
 )
-from citemark._reports import (
-    CheckSummary,
-    EvalReport,
-    SynthesisReport,
-    VerdictCounts,
-    run_synthesis,
-    run_synthesis_sync,
-)
+from citemark._reports import EvalReport, SynthesisReport
 from citemark._resolve import resolve
 from citemark._retrieval import BM25Retriever
 from citemark._scorer.scorer import CitationScore, CitationScorer, ScoreRow, coverage_report
@@ -77,54 +69,39 @@ from citemark._verify import (
 )
 
 __all__ = [
-    "DEFAULT_ECHO_CASES",
     "DEFAULT_JUDGE_PROMPT",
-    "DEFAULT_RESULTS_DIR",
     "DEFAULT_REWRITE_PROMPT",
     "DEFAULT_SYNTHESIS_PROMPT",
-    "Agreement",
-    "Applicability",
     "BM25Retriever",
     "BlankQueryError",
     "CalibrationError",
-    "CalibrationReport",
     "ChatConfigError",
     "ChatError",
     "ChatModel",
-    "CheckSummary",
     "Citation",
     "CitationScore",
     "CitationScorer",
     "CitedAnswer",
     "CitemarkError",
-    "ConfusionMatrix",
     "DocumentReader",
-    "EchoCase",
-    "EchoCaseResult",
-    "EchoPlan",
     "EchoReport",
     "EvalReport",
     "FaithfulnessJudge",
     "FaithfulnessVerdict",
     "FileReader",
     "JudgeError",
-    "LabelSet",
     "LabelSetError",
-    "LabelledItem",
     "MappingReader",
     "MarkerOccurrence",
     "MarkerOutOfRangeError",
     "MaskedSpan",
-    "ModelIdentity",
     "NoRowsError",
     "NoSourcesError",
     "OpenAIChat",
-    "PlannedCase",
     "QueryRewriteError",
     "QueryRewriter",
     "RedactingChat",
     "RedactionReport",
-    "Registration",
     "ScoreRow",
     "Source",
     "StreamingResolver",
@@ -132,34 +109,18 @@ __all__ = [
     "SynthesisError",
     "SynthesisReport",
     "Synthesizer",
-    "Threshold",
-    "VerdictCounts",
     "Verification",
-    "agreement_rate",
-    "cohen_kappa",
-    "confusion_matrix",
     "coverage_report",
-    "dataset_sha256",
     "indent_block",
     "locate_span",
     "masked_spans",
-    "measure_agreement",
     "parse_markers",
-    "plan_echo",
-    "precision_recall",
     "recover_numbering",
-    "register_threshold",
     "render_prompt",
     "render_sources",
     "resolve",
-    "run_calibration",
-    "run_calibration_sync",
     "run_echo_check",
-    "run_echo_check_sync",
-    "run_synthesis",
-    "run_synthesis_sync",
     "verify_citation",
-    "write_report_atomically",
 ]
 
 __version__ = "0.1.0"
@@ -170,3 +131,62 @@ for _name in __all__:
     if isinstance(_obj, type) or callable(_obj):
         _obj.__module__ = "citemark"
 del _name, _obj
+
+# Deprecated top-level names (see the module docstring), each read from its new home.
+_MOVED: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "Agreement",
+            "Applicability",
+            "CalibrationReport",
+            "ConfusionMatrix",
+            "LabelSet",
+            "LabelledItem",
+            "Registration",
+            "Threshold",
+            "agreement_rate",
+            "cohen_kappa",
+            "confusion_matrix",
+            "measure_agreement",
+            "precision_recall",
+            "register_threshold",
+            "run_calibration",
+            "run_calibration_sync",
+        ),
+        "citemark.calibration",
+    ),
+    **dict.fromkeys(
+        (
+            "DEFAULT_ECHO_CASES",
+            "EchoCase",
+            "EchoCaseResult",
+            "EchoPlan",
+            "PlannedCase",
+            "plan_echo",
+            "run_echo_check_sync",
+        ),
+        "citemark.echo",
+    ),
+    **dict.fromkeys(
+        (
+            "DEFAULT_RESULTS_DIR",
+            "CheckSummary",
+            "ModelIdentity",
+            "VerdictCounts",
+            "dataset_sha256",
+            "run_synthesis",
+            "run_synthesis_sync",
+            "write_report_atomically",
+        ),
+        "citemark.reports",
+    ),
+}
+
+
+def __getattr__(name: str) -> _Any:  # noqa: ANN401 - whatever the moved name is
+    """Serve a deprecated top-level name from its new module (one more release)."""
+    home = _MOVED.get(name)
+    if home is None:
+        msg = f"module 'citemark' has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(_importlib.import_module(home), name)

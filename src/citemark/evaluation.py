@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from citemark._public import publish
 from citemark._reasons import ADAPTER_REASONS, REASONS, SCORER_REASONS, explain
 from citemark._scorer.findings import (
     CitedMarker,
@@ -56,10 +57,4 @@ __all__ = [
     "explain",
 ]
 
-# Report public names as `citemark.evaluation.X`, not as a private module path; names
-# the top level also exports keep `citemark.X`.
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) and _obj.__module__.startswith("citemark._"):
-        _obj.__module__ = __name__
-del _name, _obj
+publish(globals(), __name__, __all__)

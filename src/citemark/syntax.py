@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from citemark._public import publish
 from citemark._syntax import (
     ABSTAIN_RULE,
     CITE_RULE,
@@ -47,6 +48,4 @@ __all__ = [
     "source_header",
 ]
 
-for _name in ("citing_rules", "no_invention_rule", "source_header"):
-    globals()[_name].__module__ = __name__
-del _name
+publish(globals(), __name__, __all__)

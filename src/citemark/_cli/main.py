@@ -37,7 +37,8 @@ import httpx
 from pydantic import ValidationError
 
 from citemark._artifacts import DEFAULT_RESULTS_DIR
-from citemark._calibration import (
+from citemark._calibration.labelset import LabelSet
+from citemark._calibration.run import (
     Metric,
     Threshold,
     register_threshold,
@@ -46,9 +47,9 @@ from citemark._calibration import (
 from citemark._chat import OpenAIChat
 from citemark._check import DEFAULT_HTML_ROWS, run_check
 from citemark._check.sinks import FORMATS
-from citemark._console import CheckProgress, print_calibration, print_check, print_echo
-from citemark._echo import ECHO_REPORT_NAME, run_echo_check
-from citemark._echo_plan import DEFAULT_ECHO_CASES
+from citemark._cli.console import CheckProgress, print_calibration, print_check, print_echo
+from citemark._echo.plan import DEFAULT_ECHO_CASES
+from citemark._echo.run import ECHO_REPORT_NAME, run_echo_check
 from citemark._errors import (
     CalibrationError,
     ChatConfigError,
@@ -59,7 +60,6 @@ from citemark._errors import (
     SynthesisError,
 )
 from citemark._judge import FaithfulnessJudge
-from citemark._labelset import LabelSet
 from citemark._retrieval import BM25Retriever
 from citemark._scorer.scorer import CitationScorer
 from citemark._syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN
@@ -70,8 +70,8 @@ from citemark._verify import FileReader, verify_citation
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from citemark._calibration import CalibrationReport
-    from citemark._echo import EchoReport
+    from citemark._calibration.run import CalibrationReport
+    from citemark._echo.run import EchoReport
 
 __all__ = ["EXIT_CHAT", "EXIT_OK", "EXIT_USAGE", "EXIT_VIOLATION", "main"]
 

@@ -9,7 +9,7 @@ The procedure, in the order ADR decision 5 sets:
    after seeing the number describes that number, so registering is refused once a
    measurement of the same label set sits next to the registration.
 3. The measurement (`run_calibration`): the judge gives one verdict per item, and
-   agreement is computed by the pure functions of `citemark._agreement`. The report
+   agreement is computed by the pure functions of `citemark._calibration.agreement`. The report
    records the judge's provider, model and prompt SHA-256, and is written next to
    the registration as ``<registration stem>.measurement-<UTC time>.json``; that
    file is what makes a later registration of the same label set refusable.
@@ -35,7 +35,6 @@ from pydantic import (
     model_validator,
 )
 
-from citemark._agreement import Agreement, measure_agreement
 from citemark._artifacts import (
     ModelIdentity,
     Sha256,
@@ -43,14 +42,15 @@ from citemark._artifacts import (
     utc_now,
     write_report_atomically,
 )
+from citemark._calibration.agreement import Agreement, measure_agreement
 from citemark._errors import CalibrationError, ChatError, JudgeError
 from citemark._sync import run_sync
 
 if TYPE_CHECKING:
     import os
 
+    from citemark._calibration.labelset import LabelSet
     from citemark._judge import FaithfulnessJudge
-    from citemark._labelset import LabelSet
 
 __all__ = [
     "Applicability",

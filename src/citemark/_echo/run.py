@@ -14,7 +14,7 @@ nowhere. The answer's citations are then re-read from the files with
   field of every citation; a hit is a ``leak``, because nothing the pipeline was
   given contained it.
 
-The corpus is planned by `citemark._echo_plan.plan_echo`. Markers come from
+The corpus is planned by `citemark._echo.plan.plan_echo`. Markers come from
 ``os.urandom`` unless a seed is given, in which case a seeded `random.Random`
 reproduces the same corpus exactly. They exist only in memory and in the temporary
 folders, never in a committed file, so no model can have memorized them. The
@@ -40,7 +40,7 @@ from citemark._artifacts import (
     utc_now,
     write_report_atomically,
 )
-from citemark._echo_plan import (
+from citemark._echo.plan import (
     DEFAULT_ECHO_CASES,
     MARKER_BITS,
     MARKER_PREFIX,

@@ -1,6 +1,6 @@
 """What the command line shows people: rich tables on standard output, a progress bar on error.
 
-Machines get ``--json`` instead (see ``citemark._cli``). Tables are built from counts,
+Machines get ``--json`` instead (see ``citemark._cli.main``). Tables are built from counts,
 outcomes, identities and paths; the only untrusted text here is the input's own file
 name and the labels of an echo case's citations, which are citemark's own. Data cells
 are `rich.text.Text`, never markup, so a bracket in a value is printed as it is.
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from citemark._calibration import CalibrationReport
+    from citemark._calibration.run import CalibrationReport
     from citemark._check import CheckResult
-    from citemark._echo import EchoReport
+    from citemark._echo.run import EchoReport
 
 __all__ = ["CheckProgress", "print_calibration", "print_check", "print_echo"]
 

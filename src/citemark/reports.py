@@ -1,0 +1,49 @@
+r"""Artifacts that say what produced them (SPEC §1 contract 4, §3.12).
+
+`EvalReport` (also at the top level) and its sections (`SynthesisReport`,
+`CheckSummary`, `VerdictCounts`), the model identity they record (`ModelIdentity`),
+the hash of their input (`dataset_sha256`), the atomic writer every artifact goes
+through (`write_report_atomically`), and `run_synthesis`, which answers a batch of
+questions and counts answered, abstained and rejected rows.
+
+Example:
+    ```python
+    from citemark.reports import dataset_sha256
+
+    print(len(dataset_sha256(b'{"question": "q"}\n')))
+    #> 64
+    ```
+"""
+
+from __future__ import annotations
+
+from citemark._artifacts import (
+    DEFAULT_RESULTS_DIR,
+    ModelIdentity,
+    dataset_sha256,
+    write_report_atomically,
+)
+from citemark._public import publish
+from citemark._reports import (
+    CheckSummary,
+    EvalReport,
+    SynthesisReport,
+    VerdictCounts,
+    run_synthesis,
+    run_synthesis_sync,
+)
+
+__all__ = [
+    "DEFAULT_RESULTS_DIR",
+    "CheckSummary",
+    "EvalReport",
+    "ModelIdentity",
+    "SynthesisReport",
+    "VerdictCounts",
+    "dataset_sha256",
+    "run_synthesis",
+    "run_synthesis_sync",
+    "write_report_atomically",
+]
+
+publish(globals(), __name__, __all__)
