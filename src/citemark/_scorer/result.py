@@ -56,8 +56,10 @@ class CitationScore(BaseModel):
         )
         print(result.assessed, result.reason)
         #> False partial_citation_coverage
-        print(json.dumps(result.details["ambiguous_citations"][0]["why"], allow_nan=False))
-        #> "names_excluded_label"
+        print(result.findings.ambiguous_citations[0].why)
+        #> names_excluded_label
+        print(json.loads(json.dumps(result.details, allow_nan=False)) == result.details)
+        #> True
         ```
     """
 

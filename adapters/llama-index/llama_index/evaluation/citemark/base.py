@@ -111,7 +111,7 @@ class CitationEvaluator(BaseEvaluator):
         nodes = number_nodes([NodeWithScore(node=TextNode(text="Fees are 5%.", id_="fees-1"))])
         evaluator = CitationEvaluator()
         good = evaluator.evaluate_response(response=Response("It is 5% [1].", source_nodes=nodes))
-        print(good.passing, good.invalid_result, good.details["citations"][0]["chunk_id"])
+        print(good.passing, good.invalid_result, good.citations[0].chunk_id)
         #> True False fees-1
         bad = evaluator.evaluate_response(response=Response("It is 5% [2].", source_nodes=nodes))
         print(bad.passing, bad.feedback)
@@ -279,14 +279,13 @@ def _details(
     score: CitationScore, citations: Sequence[Citation], checks: Sequence[SpanCheck] | None
 ) -> dict[str, Any]:
     """The JSON form of a graded row: the scorer's details, then this adapter's facts."""
-    details = dict(score.details)
-    details["citations"] = [citation.model_dump() for citation in citations]
-    if checks is None:
-        return details
-    details["verifications"] = [check.model_dump() for check in checks]
-    if any(check.outcome in _BROKEN for check in checks):
-        details["deterministic_failures"] = [*details["deterministic_failures"], "span_mismatch"]
-    return details
+    failures: list[str] = list(score.findings.deterministic_failures)
+    extra: dict[str, Any] = {"citations": [citation.model_dump() for citation in citations]}
+    if checks is not None:
+        extra["verifications"] = [check.model_dump() for check in checks]
+        if any(check.outcome in _BROKEN for check in checks):
+            failures.append("span_mismatch")
+    return {**score.details, "deterministic_failures": failures, **extra}
 
 
 def _passed(score: CitationScore, count: int) -> str:
