@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 
 from citemark import CitationScorer
 from citemark.evaluation import ADAPTER_REASONS, REASONS, SCORER_REASONS, explain
-from langchain_citemark import make_citation_evaluator
+from langchain_citemark import citations_valid_evaluator, make_citation_evaluator
 from llama_index.evaluation.citemark import CitationEvaluator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +24,15 @@ def langchain_code(answer: object, documents: list[Document] | None) -> str | No
         outputs["documents"] = documents
     result = make_citation_evaluator()(SimpleNamespace(inputs={}, outputs=outputs), None)
     match = re.match(r"unassessed \(([a-z_]+)\): ", result["comment"])
+    return match.group(1) if match else None
+
+
+def langsmith_code(answer: object, documents: list[Document] | None) -> str | None:
+    outputs: dict[str, object] = {"answer": answer}
+    if documents is not None:
+        outputs["documents"] = documents
+    found = citations_valid_evaluator()(SimpleNamespace(inputs={}, outputs=outputs), None)
+    match = re.fullmatch(r"not assessed: ([a-z_]+)", found["results"][0]["comment"])
     return match.group(1) if match else None
 
 
@@ -43,9 +52,13 @@ class TestOneVocabulary:
         ],
     )
     def test_both_adapters_give_the_same_code_for_the_same_input(self, answer, texts, code):
-        """The LangChain evaluator and the LlamaIndex evaluator name one code per input."""
+        """Both LangChain evaluators and the LlamaIndex evaluator name one code per input."""
         documents = [Document(page_content=text) for text in texts]
-        assert (code, code) == (langchain_code(answer, documents), llama_index_code(answer, texts))
+        assert (code, code, code) == (
+            langchain_code(answer, documents),
+            langsmith_code(answer, documents),
+            llama_index_code(answer, texts),
+        )
 
     def test_every_code_has_a_sentence_and_an_explanation(self):
         """Each code maps to a sentence, and explain() writes it the one way."""

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage
-
-from citemark import CitationScorer, CitedAnswer
+from citemark import CitationScorer
 from citemark.evaluation import explain
 from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
+from langchain_citemark.langsmith_evaluators import _answer, _documents, _mapping
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
 
     from citemark import ChatModel, CitationScore
 
@@ -111,29 +109,3 @@ def _opinion(scorer: CitationScorer, graded: CitationScore) -> str:
 
 def _unassessed(code: str, explanation: str) -> dict[str, Any]:
     return {"key": KEY, "score": None, "comment": f"unassessed ({code}): {explanation}"}
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _answer(outputs: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = outputs.get(key)
-        if isinstance(value, CitedAnswer):
-            return value.text
-        if isinstance(value, BaseMessage):
-            return value.text
-        if isinstance(value, dict) and isinstance(value.get("text"), str):
-            return str(value["text"])
-        if isinstance(value, str):
-            return str(value)
-    return None
-
-
-def _documents(values: Mapping[str, Any], keys: tuple[str, ...]) -> list[Document] | None:
-    for key in keys:
-        value = values.get(key)
-        if isinstance(value, list) and all(isinstance(d, Document) for d in value):
-            return value
-    return None

@@ -23,6 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from citemark import CitationScorer, CitedAnswer, Source
+from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -247,10 +248,11 @@ def _read_run(
         documents = _documents(inputs, documents_keys)
     if documents is None:
         documents = _tool_documents(outputs.get("messages"))
-    if answer is None:
-        return [{"key": KEY, "score": None, "comment": "not assessed: no answer in the outputs"}]
+    if answer is None or is_blank(answer):
+        return [{"key": KEY, "score": None, "comment": "not assessed: no_answer"}]
     if documents is None:
-        return [{"key": KEY, "score": None, "comment": "not assessed: no documents in the run"}]
+        # What the scorer says of an empty source list: the same input, the same code.
+        return [{"key": KEY, "score": None, "comment": "not assessed: empty_context"}]
     question = inputs.get("question")
     return answer, documents, question if isinstance(question, str) else ""
 

@@ -196,7 +196,7 @@ class TestEvaluate:
         """No documents anywhere in the run: score None, and the comment says why."""
         lsclient, _ = client
         data = [example({"case": "good", "question": "When?"})]
-        assert {"good": [(KEY, None, None, "not assessed: no documents in the run")]} == run_local(
+        assert {"good": [(KEY, None, None, "not assessed: empty_context")]} == run_local(
             lsclient, citations_valid_evaluator(), data
         )
 
