@@ -35,6 +35,7 @@ from citemark._scorer.findings import (
     JudgeIdentity,
     ResolvedCitation,
     ScoreFindings,
+    SentenceCoverage,
     UnresolvedMarker,
     ViolationCode,
 )
@@ -235,14 +236,11 @@ class CitationScorer:
                 is neither a string nor a sequence of `Source`.
         """
         found = self._classify(response, sources, question)
-        findings = _findings(found, response, self._judge)
+        findings, failures = self._findings(found, response, sources)
         if found.empty:
             return unassessed("empty_context", findings)
         resolved = [occ for occ in found.occurrences if occ.kind == RESOLVED]
-        codes, failures = self._failures(found, findings, sources)
-        if codes:
-            findings = findings.model_copy(update={"deterministic_failures": codes})
-        else:
+        if not failures:
             ambiguous = len(findings.ambiguous_citations)
             if ambiguous:
                 noun = "citation" if ambiguous == 1 else "citations"
@@ -370,13 +368,60 @@ class CitationScorer:
                 raise TypeError(msg)
         return classify_sources(response, sources)
 
+    def _findings(
+        self, found: Classified, response: str, sources: object
+    ) -> tuple[ScoreFindings, list[str]]:
+        """A row's deterministic findings and its failures as sentences, built once.
+
+        The judge fields are at their defaults; the violation codes are set.
+        """
+        entries = _entries(found)
+        coverage = sentence_coverage(response, entries.blanked, entries.cited)
+        codes, failures = self._failures(found, entries.fabricated, coverage, sources)
+        judge = self._judge
+        # Every field is set explicitly (error aside), so the dump keeps them all.
+        findings = ScoreFindings(
+            labels=tuple(found.blocks),
+            excluded_labels=tuple(
+                ExcludedLabel(label=label, why=why) for label, why in found.excluded
+            ),
+            resolved_citations=tuple(entries.resolved),
+            fabricated_citations=tuple(entries.fabricated),
+            ambiguous_citations=tuple(entries.ambiguous),
+            ignored_markers=tuple(entries.ignored),
+            markers_in_code=found.in_code,
+            sentence_coverage=coverage,
+            deterministic_failures=codes,
+            judge=None
+            if judge is None
+            else JudgeIdentity(
+                provider=judge.provider, model=judge.model_name, prompt_sha256=SCORER_PROMPT_SHA256
+            ),
+            judge_called=False,
+            judge_error=None,
+            raw_score=None,
+            rejected_raw_score=None,
+            judge_explanation=None,
+            judge_reply_type=None,
+            judge_rejection=None,
+            verdicts=(),
+            verified_verdicts=(),
+            discarded_verdicts=0,
+            discarded_verdict_reasons=(),
+        )
+        return findings, failures
+
     def _failures(
-        self, found: Classified, findings: ScoreFindings, sources: object
+        self,
+        found: Classified,
+        fabricated_entries: Sequence[CitedMarker],
+        coverage: SentenceCoverage,
+        sources: object,
     ) -> tuple[tuple[ViolationCode, ...], list[str]]:
         """The deterministic violations of a row, as codes and as sentences."""
         codes: list[ViolationCode] = []
         failures: list[str] = []
-        fabricated = list(dict.fromkeys(e.label for e in findings.fabricated_citations))
+        fabricated = list(dict.fromkeys(e.label for e in fabricated_entries))
         if fabricated:
             codes.append("fabricated_citation")
             shown = _listing(fabricated)
@@ -394,10 +439,8 @@ class CitationScorer:
                 failures.append(
                     f"the response cites {what} outside the {given} {noun} it was given: {shown}"
                 )
-        coverage = findings.sentence_coverage
         if (
             self._min_coverage is not None
-            and coverage is not None
             and coverage.coverage is not None
             and coverage.coverage < self._min_coverage
         ):
@@ -478,21 +521,26 @@ class CitationScorer:
         )
 
 
-def _findings(found: Classified, response: str, judge: ChatModel | None) -> ScoreFindings:
-    """The deterministic findings of a row, with the judge fields at their defaults."""
-    resolved: list[ResolvedCitation] = []
-    fabricated: list[CitedMarker] = []
-    ambiguous: list[UnresolvedMarker] = []
-    ignored: list[UnresolvedMarker] = []
-    blanked = list(found.masked)
-    cited: list[int] = []
+class _Entries(NamedTuple):
+    """A row's classified occurrences as findings, and what sentence coverage needs."""
+
+    resolved: list[ResolvedCitation]
+    fabricated: list[CitedMarker]
+    ambiguous: list[UnresolvedMarker]
+    ignored: list[UnresolvedMarker]
+    blanked: list[tuple[int, int]]
+    cited: list[int]
+
+
+def _entries(found: Classified) -> _Entries:
+    entries = _Entries([], [], [], [], list(found.masked), [])
     for occ in found.occurrences:
-        blanked.append((occ.start, occ.end))
+        entries.blanked.append((occ.start, occ.end))
         if occ.kind == RESOLVED:
-            cited.append(occ.start)
-            resolved.append(
+            entries.cited.append(occ.start)
+            entries.resolved.append(
                 ResolvedCitation(
-                    occurrence=len(resolved) + 1,
+                    occurrence=len(entries.resolved) + 1,
                     label=occ.label,
                     start=occ.start,
                     end=occ.end,
@@ -500,42 +548,15 @@ def _findings(found: Classified, response: str, judge: ChatModel | None) -> Scor
                 )
             )
         elif occ.kind == FABRICATED:
-            fabricated.append(
+            entries.fabricated.append(
                 CitedMarker(label=occ.label, start=occ.start, end=occ.end, link=occ.link)
             )
         else:
             entry = UnresolvedMarker(
                 label=occ.label, start=occ.start, end=occ.end, link=occ.link, why=occ.why or ""
             )
-            (ambiguous if occ.kind == AMBIGUOUS else ignored).append(entry)
-    # Every field is set explicitly (error aside), so the dump keeps them all.
-    return ScoreFindings(
-        labels=tuple(found.blocks),
-        excluded_labels=tuple(ExcludedLabel(label=label, why=why) for label, why in found.excluded),
-        resolved_citations=tuple(resolved),
-        fabricated_citations=tuple(fabricated),
-        ambiguous_citations=tuple(ambiguous),
-        ignored_markers=tuple(ignored),
-        markers_in_code=found.in_code,
-        sentence_coverage=sentence_coverage(response, blanked, cited),
-        deterministic_failures=(),
-        judge=None
-        if judge is None
-        else JudgeIdentity(
-            provider=judge.provider, model=judge.model_name, prompt_sha256=SCORER_PROMPT_SHA256
-        ),
-        judge_called=False,
-        judge_error=None,
-        raw_score=None,
-        rejected_raw_score=None,
-        judge_explanation=None,
-        judge_reply_type=None,
-        judge_rejection=None,
-        verdicts=(),
-        verified_verdicts=(),
-        discarded_verdicts=0,
-        discarded_verdict_reasons=(),
-    )
+            (entries.ambiguous if occ.kind == AMBIGUOUS else entries.ignored).append(entry)
+    return entries
 
 
 def _chat_error(exc: ChatError) -> JudgeCallFailure:
