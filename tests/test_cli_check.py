@@ -707,3 +707,24 @@ class TestJUnitFormat:
         runs = write_lines(tmp_path / "runs.jsonl", [good_row()])
         run_cli("check", str(runs), "--out", str(tmp_path / "o"))
         assert sorted(REPORT_FILES) == sorted(p.name for p in (tmp_path / "o").iterdir())
+
+
+class TestRowsJsonlEncoding:
+    """rows.jsonl lines are ASCII JSON whose value is the score's own details."""
+
+    def test_each_line_parses_to_the_records_the_scorer_made(self, tmp_path):
+        """The fast serialization gives the same JSON value as details, non-ASCII and surrogates included."""
+        from citemark import CitationScorer, Source
+        from citemark._check.sinks import CheckedRow, row_line, row_record
+        from citemark._runs import CheckRow
+
+        scorer = CitationScorer()
+        for answer in ("Caf\u00e9 fees [1] \U0001f600.", "Lone \ud800 surrogate [9].", "No cite."):
+            sources = [Source(text="caf\u00e9 \ud800 fees", doc_id="d\u00e9")]
+            score = scorer.score_sync(answer, sources)
+            row = CheckedRow(
+                CheckRow(line=1, id="r\u00e9", question="", answer=answer, sources=sources), score
+            )
+            line = row_line(row)
+            assert line.isascii() and line.endswith(b"\n")
+            assert row_record(row) == json.loads(line)

@@ -232,13 +232,15 @@ def result(  # noqa: PLR0913 - the model's own fields
     findings: ScoreFindings,
 ) -> CitationScore:
     """Build a score the scorer computed from its findings."""
-    return CitationScore(
-        assessed=assessed,
-        passed=passed,
-        score=score,
-        reason=reason,
-        explanation=explanation,
-        findings=findings,
+    return CitationScore.model_validate(
+        {
+            "assessed": assessed,
+            "passed": passed,
+            "score": score,
+            "reason": reason,
+            "explanation": explanation,
+            "findings": findings,
+        }
     )
 
 

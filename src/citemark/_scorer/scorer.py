@@ -176,6 +176,14 @@ class CitationScorer:
             msg = "judge must be a citemark.ChatModel or None"
             raise TypeError(msg)
         self._judge = judge
+        # The same for every row: built once.
+        self._judge_identity = (
+            None
+            if judge is None
+            else JudgeIdentity(
+                provider=judge.provider, model=judge.model_name, prompt_sha256=SCORER_PROMPT_SHA256
+            )
+        )
         self._threshold = _unit_interval(threshold, "threshold")
         self._min_coverage = (
             None
@@ -378,36 +386,34 @@ class CitationScorer:
         entries = _entries(found)
         coverage = sentence_coverage(response, entries.blanked, entries.cited)
         codes, failures = self._failures(found, entries.fabricated, coverage, sources)
-        judge = self._judge
-        # Every field is set explicitly (error aside), so the dump keeps them all.
-        findings = ScoreFindings(
-            labels=tuple(found.blocks),
-            excluded_labels=tuple(
-                ExcludedLabel(label=label, why=why) for label, why in found.excluded
-            ),
-            resolved_citations=tuple(entries.resolved),
-            fabricated_citations=tuple(entries.fabricated),
-            ambiguous_citations=tuple(entries.ambiguous),
-            ignored_markers=tuple(entries.ignored),
-            markers_in_code=found.in_code,
-            sentence_coverage=coverage,
-            deterministic_failures=codes,
-            judge=None
-            if judge is None
-            else JudgeIdentity(
-                provider=judge.provider, model=judge.model_name, prompt_sha256=SCORER_PROMPT_SHA256
-            ),
-            judge_called=False,
-            judge_error=None,
-            raw_score=None,
-            rejected_raw_score=None,
-            judge_explanation=None,
-            judge_reply_type=None,
-            judge_rejection=None,
-            verdicts=(),
-            verified_verdicts=(),
-            discarded_verdicts=0,
-            discarded_verdict_reasons=(),
+        # Every field is set explicitly (error aside), so the dump keeps them all;
+        # validated from a dict, which is cheaper than keyword arguments for a model this wide.
+        findings = ScoreFindings.model_validate(
+            {
+                "labels": tuple(found.blocks),
+                "excluded_labels": tuple(
+                    ExcludedLabel(label=label, why=why) for label, why in found.excluded
+                ),
+                "resolved_citations": tuple(entries.resolved),
+                "fabricated_citations": tuple(entries.fabricated),
+                "ambiguous_citations": tuple(entries.ambiguous),
+                "ignored_markers": tuple(entries.ignored),
+                "markers_in_code": found.in_code,
+                "sentence_coverage": coverage,
+                "deterministic_failures": codes,
+                "judge": self._judge_identity,
+                "judge_called": False,
+                "judge_error": None,
+                "raw_score": None,
+                "rejected_raw_score": None,
+                "judge_explanation": None,
+                "judge_reply_type": None,
+                "judge_rejection": None,
+                "verdicts": (),
+                "verified_verdicts": (),
+                "discarded_verdicts": 0,
+                "discarded_verdict_reasons": (),
+            }
         )
         return findings, failures
 
