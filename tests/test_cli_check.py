@@ -726,5 +726,6 @@ class TestRowsJsonlEncoding:
                 CheckRow(line=1, id="r\u00e9", question="", answer=answer, sources=sources), score
             )
             line = row_line(row)
-            assert line.isascii() and line.endswith(b"\n")
+            assert line.isascii()
+            assert line.endswith(b"\n")
             assert row_record(row) == json.loads(line)
