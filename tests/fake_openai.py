@@ -67,6 +67,15 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path != "/v1/chat/completions":
+                    # What llama.cpp's server and FastAPI-based servers answer.
+                    missing = b'{"detail": "Not Found"}'
+                    self.send_response(404)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(missing)))
+                    self.end_headers()
+                    self.wfile.write(missing)
+                    return
                 with fake._lock:
                     fake.bodies.append(body)
                 content = fake.reply_for(body["messages"][-1]["content"])
@@ -96,7 +105,10 @@ class FakeOpenAI:
 
 
 def run_cli(
-    *args: str, base_url: str | None = None, cwd: Path | None = None
+    *args: str,
+    base_url: str | None = None,
+    cwd: Path | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the real ``citemark`` entry point in a subprocess, with a clean environment.
 
@@ -107,6 +119,7 @@ def run_cli(
     if base_url is not None:
         env["CITEMARK_BASE_URL"] = base_url
         env["CITEMARK_MODEL"] = "fake-model"
+    env.update(extra_env or {})
     return subprocess.run(
         [sys.executable, "-m", "citemark", *args],
         capture_output=True,

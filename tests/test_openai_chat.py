@@ -504,7 +504,9 @@ class TestInjectedClientRedirects:
 
         reason = "the transport failed (UnsupportedProtocol)"
         assert chat_error(None, reason) == facts(error)
-        message = f"{PROVIDER} chat call to model {MODEL!r} failed (no response, transport): {reason}"
+        message = (
+            f"{PROVIDER} chat call to model {MODEL!r} failed (no response, transport): {reason}"
+        )
         assert message == str(error)
         assert (None, None) == (error.__cause__, error.__context__)
         assert 1 == provider.count("redirect-scheme")
@@ -515,7 +517,9 @@ class TestInjectedClientRedirects:
 
         reason = "the provider redirected more times than the client allows (TooManyRedirects)"
         assert chat_error(None, reason) == facts(error)
-        message = f"{PROVIDER} chat call to model {MODEL!r} failed (no response, protocol): {reason}"
+        message = (
+            f"{PROVIDER} chat call to model {MODEL!r} failed (no response, protocol): {reason}"
+        )
         assert message == str(error)
         assert (None, None) == (error.__cause__, error.__context__)
         assert 4 == provider.count("redirect-loop")

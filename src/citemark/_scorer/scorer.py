@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
 from citemark._chat import ChatModel, is_truncated
@@ -307,7 +307,11 @@ class CitationScorer:
         return run_sync(lambda: self.score(response, sources, question))
 
     async def score_many(
-        self, rows: Iterable[RowLike], *, concurrency: int = 32
+        self,
+        rows: Iterable[RowLike],
+        *,
+        concurrency: int = 32,
+        on_scored: Callable[[], None] | None = None,
     ) -> list[CitationScore]:
         """Score many rows, at most ``concurrency`` at a time, in input order.
 
@@ -322,6 +326,9 @@ class CitationScorer:
                 sources, question)`` tuples.
 
             concurrency: How many rows are scored at once; at least 1.
+
+            on_scored: Called once as each row's score is ready, in completion
+                order (a progress bar's tick).
 
         Returns:
             One score per row, in the order of ``rows``.
@@ -348,6 +355,8 @@ class CitationScorer:
                     broken.append(exc)
                     return
                 results[index] = await self._score_row(row)
+                if on_scored is not None:
+                    on_scored()
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         if broken:
