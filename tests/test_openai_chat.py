@@ -254,7 +254,8 @@ def facts(exc: ChatError) -> dict[str, object]:
         "provider": exc.provider,
         "model": exc.model,
         "status": exc.status,
-        "reason": exc.reason,
+        # The sentence; the stable code in .reason is checked in TestReasonCodes.
+        "reason": exc.detail,
     }
 
 
@@ -392,7 +393,8 @@ class TestStatuses:
         error = fail(OpenAIChat(provider.base_url("status-503"), MODEL))
 
         assert (
-            "openai-compatible chat call to model 'test-model' failed (status 503): "
+            "openai-compatible chat call to model 'test-model' failed "
+            "(status 503, http_status, provider code server_error): "
             "the provider answered HTTP 503"
         ) == str(error)
 
@@ -502,7 +504,9 @@ class TestInjectedClientRedirects:
 
         reason = "the transport failed (UnsupportedProtocol)"
         assert chat_error(None, reason) == facts(error)
-        message = f"{PROVIDER} chat call to model {MODEL!r} failed (no response): {reason}"
+        message = (
+            f"{PROVIDER} chat call to model {MODEL!r} failed (no response, transport): {reason}"
+        )
         assert message == str(error)
         assert (None, None) == (error.__cause__, error.__context__)
         assert 1 == provider.count("redirect-scheme")
@@ -513,7 +517,9 @@ class TestInjectedClientRedirects:
 
         reason = "the provider redirected more times than the client allows (TooManyRedirects)"
         assert chat_error(None, reason) == facts(error)
-        message = f"{PROVIDER} chat call to model {MODEL!r} failed (no response): {reason}"
+        message = (
+            f"{PROVIDER} chat call to model {MODEL!r} failed (no response, protocol): {reason}"
+        )
         assert message == str(error)
         assert (None, None) == (error.__cause__, error.__context__)
         assert 4 == provider.count("redirect-loop")

@@ -23,6 +23,7 @@ from citemark import (
     ChatError,
     CitationScore,
     CitationScorer,
+    Completion,
     ScoreRow,
     Source,
     coverage_report,
@@ -103,7 +104,11 @@ class TestScoreMany:
             r.reason for r in results
         ]
         assert {"error": "ScriptExhaustedError"} == results[3].details
-        assert "timed out reading the response" == results[1].details["judge_error"]["reason"]
+        failure = results[1].details["judge_error"]
+        assert ("transport", "timed out reading the response") == (
+            failure["reason"],
+            failure["detail"],
+        )
 
     def test_error_rows_name_only_the_exception_type(self):
         """An error row's explanation names the exception's type, never its message."""
@@ -321,6 +326,7 @@ class TestJsonSafety:
                 CONTEXT,
                 reply(0, supported(1, SPAN["doc-1"])),
             ),
+            "judge_reply_truncated": (GOOD, CONTEXT, Completion('{"score": 3', "length")),
         }
         rows = {}
         for reason, (response, context, answer) in cases.items():

@@ -724,7 +724,7 @@ class TestDeterministicFloor:
         result, _ = score(FABRICATED, replies=[error])
         assert ((True, False, 0.0, None), "timed out") == (
             outcome(result),
-            result.details["judge_error"]["reason"],
+            result.details["judge_error"]["detail"],
         )
 
     def test_coherent_judge_reply_beside_a_fabrication_is_not_rejected(self):

@@ -25,7 +25,7 @@ here for one release (0.2), without a warning; import them from their new homes.
 import importlib as _importlib
 from typing import Any as _Any
 
-from citemark._chat import ChatModel, OpenAIChat
+from citemark._chat import ChatModel, Completion, OpenAIChat
 from citemark._echo.run import EchoReport, run_echo_check
 from citemark._errors import (
     BlankQueryError,
@@ -41,6 +41,7 @@ from citemark._errors import (
     QueryRewriteError,
     StrictJSONError,
     SynthesisError,
+    TruncatedAnswerError,
 )
 from citemark._judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
 from citemark._markers import MarkerOccurrence, MaskedSpan, masked_spans, parse_markers
@@ -83,6 +84,7 @@ __all__ = [
     "CitationScorer",
     "CitedAnswer",
     "CitemarkError",
+    "Completion",
     "DocumentReader",
     "EchoReport",
     "EvalReport",
@@ -109,6 +111,7 @@ __all__ = [
     "SynthesisError",
     "SynthesisReport",
     "Synthesizer",
+    "TruncatedAnswerError",
     "Verification",
     "coverage_report",
     "indent_block",

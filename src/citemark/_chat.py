@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
     from types import TracebackType
 
-__all__ = ["ChatModel", "OpenAIChat"]
+__all__ = ["ChatModel", "Completion", "OpenAIChat", "finish_reason_of", "is_truncated"]
 
 _PROVIDER: Final = "openai-compatible"
 _BASE_URL_ENV: Final = "CITEMARK_BASE_URL"
@@ -48,8 +48,70 @@ _API_KEY_SHAPE: Final = re.compile(r"[\x21-\x7e]+")
 
 _MAX_PORT: Final = 65535
 
+# What is kept of a provider's own words: a short machine code (``finish_reason``,
+# ``error.code``, ``error.type``), never a message, which may quote the prompt.
+_MACHINE_CODE: Final = re.compile(r"[a-z0-9_.-]{1,64}")
+# How much of an error status's body is read to find its machine code.
+_ERROR_BODY_LIMIT: Final = 16 * 1024
+
 # Stands for a body that did not decode; JSON itself can decode to None.
 _NOT_JSON: Final = object()
+
+
+class Completion(str):
+    """A completion's text, plus how the generation ended.
+
+    `OpenAIChat.complete` returns one. It *is* the text (a `str` subclass), so the
+    `ChatModel` protocol stays ``complete(prompt) -> str`` and every caller that
+    treats it as a string keeps working; callers that care read `finish_reason`
+    through `finish_reason_of`, which gives ``None`` for a plain `str` (a chat
+    that does not report it). Any `ChatModel` may return one, and
+    `citemark.testing.ScriptedChat` returns a scripted one as it is.
+
+    The side channel lasts only as long as the object: string operations
+    (``strip``, ``replace``, concatenation) return a plain `str`, so read it where
+    the completion arrives.
+
+    Example:
+        ```python
+        from citemark import Completion
+        from citemark._chat import finish_reason_of, is_truncated
+
+        reply = Completion("The fee is", finish_reason="length")
+        print(reply, finish_reason_of(reply), is_truncated(reply), is_truncated("done"))
+        #> The fee is length True False
+        ```
+    """
+
+    __slots__ = ("finish_reason",)
+
+    finish_reason: str | None
+    """The provider's ``finish_reason`` (``stop``, ``length``, ...), or None when
+    it sent none or one that is not a short machine code."""
+
+    def __new__(cls, text: str, finish_reason: str | None = None) -> Self:
+        """Wrap ``text``; ``finish_reason`` is kept only when it is a short machine code."""
+        completion = super().__new__(cls, text)
+        completion.finish_reason = (
+            finish_reason
+            if isinstance(finish_reason, str) and _MACHINE_CODE.fullmatch(finish_reason)
+            else None
+        )
+        return completion
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle as the text and the finish reason."""
+        return (type(self), (str(self), self.finish_reason))
+
+
+def finish_reason_of(completion: str) -> str | None:
+    """The finish reason a chat reported with ``completion``, or None."""
+    return completion.finish_reason if isinstance(completion, Completion) else None
+
+
+def is_truncated(completion: str) -> bool:
+    """Whether the model stopped at its token limit (``finish_reason == "length"``)."""
+    return finish_reason_of(completion) == "length"
 
 
 @runtime_checkable
@@ -120,14 +182,18 @@ class OpenAIChat:
 
         temperature: Sent as ``temperature`` when given.
 
-        max_tokens: Sent as ``max_tokens`` when given.
+        max_tokens: Sent as ``max_tokens`` when given. A reply cut off at this
+            limit comes back with ``finish_reason == "length"`` (see `Completion`):
+            synthesis rejects it and the scorer leaves the row un-assessed.
+
+        seed: Sent as ``seed`` when given, for endpoints that sample reproducibly.
 
     Raises:
         ChatConfigError: the base URL or the model is missing from both the arguments
             and the environment, the base URL is not an ``http(s)`` URL, the key
             holds characters other than visible ASCII, a timeout is unbounded or
-            not positive, ``temperature`` is not finite or ``max_tokens`` is not a
-            positive integer.
+            not positive, ``temperature`` is not finite, or ``max_tokens`` or
+            ``seed`` is not an integer (``max_tokens`` a positive one).
     """
 
     def __init__(  # noqa: PLR0913 - the OpenAI options are keyword-only past three
@@ -140,6 +206,7 @@ class OpenAIChat:
         client: httpx.AsyncClient | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> None:
         base = base_url if base_url is not None else os.environ.get(_BASE_URL_ENV, "")
         if not base:
@@ -160,7 +227,7 @@ class OpenAIChat:
             path=self._base_url.path.rstrip("/") + "/chat/completions"
         )
         self._model = name
-        self._options = _sampling_options(temperature, max_tokens)
+        self._options = _sampling_options(temperature, max_tokens) | _seed_option(seed)
         self._headers = {"Accept": "application/json", "Content-Type": "application/json"}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
@@ -191,20 +258,22 @@ class OpenAIChat:
         key = "'***'" if "Authorization" in self._headers else "None"
         return f"OpenAIChat(base_url={shown_url!r}, model={self._model!r}, api_key={key})"
 
-    async def complete(self, prompt: str) -> str:
+    async def complete(self, prompt: str) -> Completion:
         """Send ``prompt`` as one user message and return the reply's content.
 
         Args:
             prompt: The whole prompt, sent as the content of one ``user`` message.
 
         Returns:
-            ``choices[0].message.content`` of the provider's reply, as is.
+            ``choices[0].message.content`` of the provider's reply, as is, as a
+            `Completion` carrying ``choices[0].finish_reason``.
 
         Raises:
             ChatError: the one request failed: no connection, a timeout, an HTTP
                 status other than 200, a body that is not JSON, or an envelope
                 without a string at ``choices[0].message.content``. ``status`` is
-                the HTTP status, or ``None`` when no response arrived.
+                the HTTP status, or ``None`` when no response arrived; ``reason``
+                is a stable code (see `citemark.ChatError`).
         """
         if self._injected is not None:
             return await self._send(self._injected, prompt)
@@ -215,7 +284,7 @@ class OpenAIChat:
         finally:
             pool.release(client)
 
-    async def _send(self, client: httpx.AsyncClient, prompt: str) -> str:
+    async def _send(self, client: httpx.AsyncClient, prompt: str) -> Completion:
         body = {
             "model": self._model,
             "messages": [{"role": "user", "content": prompt}],
@@ -347,25 +416,29 @@ async def _post_once(client: httpx.AsyncClient, request: httpx.Request, model: s
         status = response.status_code
         try:
             if status != httpx.codes.OK:
-                reason = _status_reason(status)
-                raise ChatError(reason, provider=_PROVIDER, model=model, status=status)
+                raise await _status_error(response, request, model)
             return await response.aread()
         finally:
             await response.aclose()
     except httpx.TimeoutException as exc:
         reason = _TIMEOUT_REASONS.get(type(exc), "timed out")
-        raise ChatError(reason, provider=_PROVIDER, model=model, status=status) from exc
+        raise ChatError(
+            reason, provider=_PROVIDER, model=model, status=status, reason="timeout"
+        ) from exc
     except httpx.ConnectError as exc:
         reason = "could not connect"
-        raise ChatError(reason, provider=_PROVIDER, model=model, status=status) from exc
+        raise ChatError(
+            reason, provider=_PROVIDER, model=model, status=status, reason="connect"
+        ) from exc
     except (httpx.ProtocolError, httpx.ProxyError) as exc:
-        reason = f"the HTTP exchange was malformed ({type(exc).__name__})"
+        reason, code = f"the HTTP exchange was malformed ({type(exc).__name__})", "protocol"
     except httpx.TooManyRedirects:
         reason = "the provider redirected more times than the client allows (TooManyRedirects)"
+        code = "protocol"
     except httpx.RequestError as exc:
-        reason = f"the transport failed ({type(exc).__name__})"
+        reason, code = f"the transport failed ({type(exc).__name__})", "transport"
     # Outside every handler: no cause and no context (see above).
-    raise ChatError(reason, provider=_PROVIDER, model=model, status=status)
+    raise ChatError(reason, provider=_PROVIDER, model=model, status=status, reason=code)
 
 
 _TIMEOUT_REASONS: Final[dict[type[httpx.TimeoutException], str]] = {
@@ -376,6 +449,75 @@ _TIMEOUT_REASONS: Final[dict[type[httpx.TimeoutException], str]] = {
 }
 
 
+async def _status_error(response: httpx.Response, request: httpx.Request, model: str) -> ChatError:
+    """The `ChatError` for a status other than 200: reason ``http_status``.
+
+    It carries the provider's machine code when the body has one (see
+    `_provider_error_code`), and for a 404 on a base URL whose path does not end in
+    ``/v1`` its detail says to add it.
+    """
+    status = response.status_code
+    detail = _status_reason(status)
+    if status == httpx.codes.NOT_FOUND and _lacks_v1(request.url):
+        detail += (
+            "; the base URL's path does not end in /v1, and OpenAI-compatible servers "
+            "serve /v1/chat/completions: try adding /v1 to the base URL"
+        )
+    code = await _provider_error_code(response)
+    return ChatError(
+        detail,
+        provider=_PROVIDER,
+        model=model,
+        status=status,
+        reason="http_status",
+        provider_code=code,
+    )
+
+
+def _lacks_v1(url: httpx.URL) -> bool:
+    """Whether the path before ``/chat/completions`` does not end in ``/v1``."""
+    base = url.path.removesuffix("/chat/completions")
+    return not base.rstrip("/").endswith("/v1")
+
+
+async def _provider_error_code(response: httpx.Response) -> str | None:
+    """The machine code of an OpenAI-style error body, or None; never its message.
+
+    Reads at most ``_ERROR_BODY_LIMIT`` bytes: a longer body, one that does not
+    arrive, or one that is not a JSON object with ``error.code`` or ``error.type``
+    matching ``^[a-z0-9_.-]{1,64}$`` gives None. ``code`` is preferred over
+    ``type``: it is the more specific (``context_length_exceeded`` against
+    ``invalid_request_error``). Nothing raised while reading is kept, not even as a
+    context: the error is raised by the caller after this returns.
+    """
+    body = bytearray()
+    try:
+        # Decoded chunk by chunk, so a compressed body is bounded after decoding too.
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > _ERROR_BODY_LIMIT:
+                return None
+    except (httpx.HTTPError, httpx.StreamError):
+        return None
+    try:
+        envelope = json.loads(bytes(body))
+    except (ValueError, RecursionError):
+        return None
+    return _error_code_in(envelope)
+
+
+def _error_code_in(envelope: object) -> str | None:
+    """``error.code`` or ``error.type`` of a decoded error body, when a short machine code."""
+    error = envelope.get("error") if isinstance(envelope, dict) else None
+    if not isinstance(error, dict):
+        return None
+    for key in ("code", "type"):
+        value = error.get(key)
+        if isinstance(value, str) and _MACHINE_CODE.fullmatch(value):
+            return value
+    return None
+
+
 def _status_reason(status: int) -> str:
     if status >= httpx.codes.BAD_REQUEST:
         return f"the provider answered HTTP {status}"
@@ -384,7 +526,7 @@ def _status_reason(status: int) -> str:
     return f"the provider answered HTTP {status} where 200 was expected"
 
 
-def _completion_text(content: bytes, model: str) -> str:
+def _completion_text(content: bytes, model: str) -> Completion:
     """Read ``choices[0].message.content`` from a 200 body, or raise `ChatError`.
 
     Decoding errors are neither chained nor kept as the context:
@@ -392,8 +534,17 @@ def _completion_text(content: bytes, model: str) -> str:
     bytes.
     """
 
-    def malformed(reason: str) -> ChatError:
-        return ChatError(reason, provider=_PROVIDER, model=model, status=httpx.codes.OK)
+    def malformed(
+        reason: str, code: str = "bad_envelope", provider_code: str | None = None
+    ) -> ChatError:
+        return ChatError(
+            reason,
+            provider=_PROVIDER,
+            model=model,
+            status=httpx.codes.OK,
+            reason=code,
+            provider_code=provider_code,
+        )
 
     try:
         envelope = json.loads(content)
@@ -407,18 +558,27 @@ def _completion_text(content: bytes, model: str) -> str:
         raise malformed("the response body is not a JSON object")
     choices = envelope.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise malformed("the response has no choices")
+        raise malformed("the response has no choices", provider_code=_error_code_in(envelope))
     message = choices[0].get("message") if isinstance(choices[0], dict) else None
     if not isinstance(message, dict):
         raise malformed("choices[0].message is missing or not an object")
     if "content" not in message:
         raise malformed("choices[0].message.content is missing")
     text = message["content"]
+    finish = _finish_reason(choices[0])
     if text is None:
-        raise malformed("choices[0].message.content is null")
+        ended = f" (finish_reason {finish})" if finish else ""
+        msg = f"choices[0].message.content is null{ended}"
+        raise malformed(msg, "null_content")
     if not isinstance(text, str):
         raise malformed("choices[0].message.content is not a string")
-    return text
+    return Completion(text, finish)
+
+
+def _finish_reason(choice: dict[str, object]) -> str | None:
+    """``choices[0].finish_reason`` when it is a short machine code, else None."""
+    value = choice.get("finish_reason")
+    return value if isinstance(value, str) and _MACHINE_CODE.fullmatch(value) else None
 
 
 async def _close_at_loop_shutdown(pool: _ClientPool) -> AsyncGenerator[None, None]:
@@ -452,6 +612,15 @@ def _bounded_timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
             msg = f"timeout must bound every phase with a positive number: {phase} is {seconds}"
             raise ChatConfigError(msg)
     return bounds
+
+
+def _seed_option(seed: int | None) -> dict[str, int]:
+    if seed is None:
+        return {}
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        msg = "seed must be an integer"
+        raise ChatConfigError(msg)
+    return {"seed": seed}
 
 
 def _sampling_options(temperature: float | None, max_tokens: int | None) -> dict[str, float | int]:

@@ -7,7 +7,8 @@ drawn once, here and in ``docs/errors.md``::
     ├── SynthesisError            the synthesis contract failed
     │   ├── NoSourcesError        nothing citable was given
     │   ├── MarkerOutOfRangeError an answer cited [n] outside 1..N
-    │   └── UnsentDocumentError   a provider citation named a document not sent
+    │   ├── UnsentDocumentError   a provider citation named a document not sent
+    │   └── TruncatedAnswerError  the model stopped at its token limit
     ├── QueryRewriteError         a query rewrite came back blank
     ├── BlankQueryError           a blank query was given to rewrite
     ├── JudgeError                a judge reply failed to parse or validate
@@ -41,6 +42,9 @@ parsers catch that type and "repair" a fabricated citation into a plausible one.
 
 from __future__ import annotations
 
+import re
+from typing import ClassVar, Final
+
 __all__ = [
     "BlankQueryError",
     "CalibrationError",
@@ -57,6 +61,7 @@ __all__ = [
     "QueryRewriteError",
     "StrictJSONError",
     "SynthesisError",
+    "TruncatedAnswerError",
     "UnsentDocumentError",
 ]
 
@@ -74,7 +79,15 @@ class SynthesisError(CitemarkError):
 
     Raised directly for a blank question or a blank completion; the subclasses
     name the other ways the contract fails.
+
+    Attributes:
+        reason: A stable code for the kind of rejection, the same for every instance
+            of a class (``synthesis_error`` here; ``no_sources``,
+            ``marker_out_of_range``, ``unsent_document``, ``truncated`` in the
+            subclasses), so reports can count rejections per reason.
     """
+
+    reason: ClassVar[str] = "synthesis_error"
 
 
 class NoSourcesError(SynthesisError):
@@ -83,6 +96,8 @@ class NoSourcesError(SynthesisError):
     It is raised before any model call. Synthesis with nothing citable is not an
     abstention, it is an invocation error.
     """
+
+    reason: ClassVar[str] = "no_sources"
 
     def __init__(self) -> None:
         """Create the error; it has no parameters because it has no facts."""
@@ -102,6 +117,7 @@ class MarkerOutOfRangeError(SynthesisError):
         valid_count: How many sources the answer was given.
     """
 
+    reason: ClassVar[str] = "marker_out_of_range"
     marker: int
     valid_count: int
 
@@ -122,6 +138,30 @@ class MarkerOutOfRangeError(SynthesisError):
     def __reduce__(self) -> tuple[type[MarkerOutOfRangeError], tuple[int, int]]:
         """Pickle with the constructor's arguments, not the message."""
         return (type(self), (self.marker, self.valid_count))
+
+
+class TruncatedAnswerError(SynthesisError):
+    """Raised when the model stopped at its token limit (``finish_reason: "length"``).
+
+    A cut-off answer may have lost a sentence, a citation, or the half of a marker
+    group that makes it one, so it is rejected as it is, never resolved as if it
+    were whole. Raise the limit (``max_tokens``, ``--max-tokens``) or shorten the
+    prompt; nothing retries it.
+    """
+
+    reason: ClassVar[str] = "truncated"
+
+    def __init__(self) -> None:
+        """Create the error; its only fact is its class."""
+        msg = (
+            "the answer was cut off at the model's token limit (finish_reason length): "
+            "a truncated answer is rejected, not resolved"
+        )
+        super().__init__(msg)
+
+    def __reduce__(self) -> tuple[type[TruncatedAnswerError], tuple[()]]:
+        """Pickle without the message, which the constructor writes itself."""
+        return (type(self), ())
 
 
 class QueryRewriteError(CitemarkError):
@@ -145,7 +185,13 @@ class JudgeError(CitemarkError):
 
     The message names the kind of failure (error types, known field names), never
     text taken from the reply.
+
+    Attributes:
+        reason: The un-assessed reason code it stands for: ``invalid_judge_output``,
+            or ``judge_reply_truncated`` for a reply cut off at its token limit.
     """
+
+    reason: str = "invalid_judge_output"
 
 
 class StrictJSONError(CitemarkError, ValueError):
@@ -175,55 +221,110 @@ class ChatError(CitemarkError):
     """Raised when the model transport or provider fails.
 
     Covers HTTP error statuses, timeouts, refused connections, malformed provider
-    envelopes and ``null`` content. The provider's response body is never read into
-    the message or the attributes.
+    envelopes and ``null`` content. The provider's response body never reaches the
+    message or the attributes, with one exception: the short machine code of an
+    OpenAI-style error body (``error.code`` or ``error.type``), kept only when it
+    matches ``^[a-z0-9_.-]{1,64}$``, never the error's message.
 
     Attributes:
         provider: The provider name, e.g. ``"openai-compatible"``.
         model: The model name the request asked for.
         status: The HTTP status, or ``None`` when no response arrived.
-        reason: The fixed, structural description of the failure.
+        reason: A stable code for the kind of failure, one of
+            ``citemark.evaluation.CHAT_REASONS``: ``timeout``, ``connect``,
+            ``http_status``, ``protocol``, ``transport``, ``bad_envelope``,
+            ``null_content``.
+        detail: The fixed, structural sentence describing the failure, written by
+            citemark (the phase that timed out, the envelope field that was wrong).
+        provider_code: The provider's machine error code (e.g.
+            ``context_length_exceeded``), or ``None``.
     """
 
     provider: str
     model: str
     status: int | None
+    reason: str
+    detail: str
+    provider_code: str | None
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - structural facts, keyword-only past the detail
         self,
-        reason: str,
+        detail: str,
         *,
         provider: str,
         model: str,
         status: int | None = None,
+        reason: str | None = None,
+        provider_code: str | None = None,
     ) -> None:
         """Create the error.
 
         Args:
-            reason: A fixed, structural description written by citemark (for
+            detail: A fixed, structural description written by citemark (for
                 example ``"timed out reading the response"``), never text from the provider.
             provider: The provider name.
             model: The model name.
             status: The HTTP status, or ``None`` when no response arrived.
+            reason: The stable code; by default ``transport`` without a status,
+                ``bad_envelope`` with a 200 and ``http_status`` with any other.
+            provider_code: The provider's machine error code, already checked
+                against ``^[a-z0-9_.-]{1,64}$``; anything else is dropped here too.
         """
         self.provider = provider
         self.model = model
         self.status = status
-        self.reason = reason
+        self.detail = detail
+        self.reason = reason if reason is not None else _default_chat_reason(status)
+        self.provider_code = (
+            provider_code
+            if provider_code is not None and _PROVIDER_CODE.fullmatch(provider_code)
+            else None
+        )
         where = f"status {status}" if status is not None else "no response"
-        msg = f"{provider} chat call to model {model!r} failed ({where}): {reason}"
+        code = f", provider code {self.provider_code}" if self.provider_code else ""
+        msg = (
+            f"{provider} chat call to model {model!r} failed ({where}, {self.reason}{code}): "
+            f"{detail}"
+        )
         super().__init__(msg)
 
     def __reduce__(self) -> tuple[object, ...]:
         """Pickle with the constructor's arguments, not the message."""
         return (
             _rebuild_chat_error,
-            (self.reason, self.provider, self.model, self.status),
+            (self.detail, self.provider, self.model, self.status, self.reason, self.provider_code),
         )
 
 
-def _rebuild_chat_error(reason: str, provider: str, model: str, status: int | None) -> ChatError:
-    return ChatError(reason, provider=provider, model=model, status=status)
+# A provider's machine error code: short, lowercase, no spaces. Anything else in an
+# error body may be prose, which may quote the prompt, and is never kept.
+_PROVIDER_CODE: Final = re.compile(r"[a-z0-9_.-]{1,64}")
+
+_HTTP_OK: Final = 200
+
+
+def _default_chat_reason(status: int | None) -> str:
+    if status is None:
+        return "transport"
+    return "bad_envelope" if status == _HTTP_OK else "http_status"
+
+
+def _rebuild_chat_error(  # noqa: PLR0913, PLR0917 - the pickled constructor arguments
+    detail: str,
+    provider: str,
+    model: str,
+    status: int | None,
+    reason: str | None = None,
+    provider_code: str | None = None,
+) -> ChatError:
+    return ChatError(
+        detail,
+        provider=provider,
+        model=model,
+        status=status,
+        reason=reason,
+        provider_code=provider_code,
+    )
 
 
 class ChatConfigError(CitemarkError, ValueError):
@@ -274,6 +375,7 @@ class UnsentDocumentError(SynthesisError):
         sent_count: How many documents were sent.
     """
 
+    reason: ClassVar[str] = "unsent_document"
     provider: str
     citation_index: int
     unsent_count: int

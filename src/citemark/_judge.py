@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from citemark._chat import is_truncated
 from citemark._errors import JudgeError
 from citemark._observe import observed_verdict
 from citemark._render import (
@@ -222,10 +223,14 @@ class FaithfulnessJudge:
         Raises:
             ChatError: the model call failed; raised unchanged, with no retry.
             JudgeError: the reply is not exactly one strict-JSON verdict whose
-                unsupported claims all occur in the answer (see `parse_verdict`).
+                unsupported claims all occur in the answer (see `parse_verdict`), or
+                it was cut off at the model's token limit (``reason`` is then
+                ``judge_reply_truncated``; the reply is not read).
         """
         prompt = render_judge_prompt(question, answer, sources, self._template)
         reply = await self._chat.complete(prompt)
+        if is_truncated(reply):
+            raise _truncated_reply()
         return parse_verdict(reply, answer)
 
     def judge_sync(
@@ -360,3 +365,11 @@ def _describe(exc: ValidationError) -> str:
         requirements=_REQUIREMENTS,
         most=_MAX_LISTED,
     )
+
+
+def _truncated_reply() -> JudgeError:
+    error = JudgeError(
+        "the judge's reply was cut off at its token limit (finish_reason length); it is not read"
+    )
+    error.reason = "judge_reply_truncated"
+    return error

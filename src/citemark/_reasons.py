@@ -12,7 +12,14 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["ADAPTER_REASONS", "REASONS", "SCORER_REASONS", "explain"]
+__all__ = [
+    "ADAPTER_REASONS",
+    "CHAT_REASONS",
+    "REASONS",
+    "REJECTION_REASONS",
+    "SCORER_REASONS",
+    "explain",
+]
 
 _SCORER: Final = {
     "empty_context": "the context is empty, so there is nothing a citation could name",
@@ -21,6 +28,7 @@ _SCORER: Final = {
     "partial_citation_coverage": "only some of the response's citations could be resolved",
     "no_judge": "no judge was configured to grade the resolved citations",
     "judge_call_failed": "the call to the judge failed",
+    "judge_reply_truncated": "the judge's reply was cut off at its token limit",
     "invalid_judge_output": "the judge returned unusable output",
     "incomplete_judge_verdicts": "the judge did not assess every citation",
     "contradictory_judge_verdicts": "the judge returned more than one verdict for a citation",
@@ -38,6 +46,27 @@ _ADAPTER: Final = {
     "chain_error": "the chain raised before it produced an answer",
 }
 
+# Why a model call failed: `citemark.ChatError.reason`. Recorded per row and counted
+# per code in reports, next to the HTTP status and any provider machine code.
+_CHAT: Final = {
+    "timeout": "the call timed out before the reply was complete",
+    "connect": "no connection could be made to the endpoint",
+    "http_status": "the endpoint answered with an HTTP status other than 200",
+    "protocol": "the HTTP exchange with the endpoint was malformed",
+    "transport": "the transport failed",
+    "bad_envelope": "the reply was not an OpenAI-style completion",
+    "null_content": "the reply's content was null",
+}
+
+# Why an answer was rejected: `citemark.SynthesisError.reason`, one code per class.
+_REJECTION: Final = {
+    "synthesis_error": "the answer broke the synthesis contract (a blank question or answer)",
+    "no_sources": "there were no sources to cite",
+    "marker_out_of_range": "the answer cited a marker outside the sources it was given",
+    "unsent_document": "a provider citation named a document that was not sent",
+    "truncated": "the answer was cut off at the model's token limit",
+}
+
 SCORER_REASONS: Final = MappingProxyType(_SCORER)
 """The codes `citemark.CitationScorer` can leave a row un-assessed with."""
 
@@ -46,6 +75,12 @@ ADAPTER_REASONS: Final = MappingProxyType(_ADAPTER)
 
 REASONS: Final = MappingProxyType(_SCORER | _ADAPTER)
 """Every un-assessed reason code and the sentence that explains it."""
+
+CHAT_REASONS: Final = MappingProxyType(_CHAT)
+"""Every `citemark.ChatError.reason` code and the sentence that explains it."""
+
+REJECTION_REASONS: Final = MappingProxyType(_REJECTION)
+"""Every `citemark.SynthesisError.reason` code and the sentence that explains it."""
 
 
 def explain(code: str, particulars: str = "") -> str:

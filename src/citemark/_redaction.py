@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from citemark._chat import Completion, finish_reason_of
 from citemark._syntax import GROUP_PATTERN
 
 if TYPE_CHECKING:
@@ -236,7 +237,10 @@ class RedactingChat:
             self._calls += 1
             self._replaced.update(counts)
         completion = await self.inner.complete(redacted)
-        return restore(completion, tokens)
+        restored = restore(completion, tokens)
+        # The finish reason travels with the text (see `citemark.Completion`).
+        finish = finish_reason_of(completion)
+        return restored if finish is None else Completion(restored, finish)
 
     def report(self) -> RedactionReport:
         """Summarize redaction so far: applied, calls, and counts per kind."""

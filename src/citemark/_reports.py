@@ -184,6 +184,25 @@ class CheckSummary(BaseModel):
     """The files written beside the report (e.g. ``rows.jsonl``, ``report.html``),
     each with the SHA-256 of its bytes, so a reader can tell they belong together."""
 
+    judge_calls: int = 0
+    """Rows the judge was asked about (a call that failed counts)."""
+
+    judge_calls_saved: int = 0
+    """Rows that had already failed in code and were not sent to the judge, whose
+    verdict could not change their outcome (``--no-judge-violations``, the default)."""
+
+    judge_failures: dict[str, int] = Field(default_factory=dict)
+    """Failed judge calls per `citemark.ChatError.reason` code (``timeout``,
+    ``connect``, ``http_status``, ...)."""
+
+    judge_provider_codes: dict[str, int] = Field(default_factory=dict)
+    """Failed judge calls per provider machine code (``rate_limit_exceeded``, ...),
+    for the failures whose error body carried one."""
+
+    judge_replies_truncated: int = 0
+    """Judge replies cut off at the token limit (``finish_reason`` length), failed rows
+    included; each such reply was not read."""
+
 
 class EvalReport(BaseModel):
     """The artifact of one evaluation run.

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from citemark._errors import BlankQueryError, NoSourcesError, QueryRewriteError, SynthesisError
+from citemark._chat import is_truncated
+from citemark._errors import (
+    BlankQueryError,
+    NoSourcesError,
+    QueryRewriteError,
+    SynthesisError,
+    TruncatedAnswerError,
+)
 from citemark._render import (
     DEFAULT_SYNTHESIS_PROMPT,
     check_template,
@@ -88,6 +95,8 @@ class Synthesizer:
             SynthesisError: the question is blank (before any model call) or the
                 completion is blank.
             MarkerOutOfRangeError: the answer cites a marker outside ``1..N``.
+            TruncatedAnswerError: the chat reported ``finish_reason == "length"``:
+                the answer was cut off at the token limit, and is not resolved.
             ChatError: the model call failed; it is not retried.
         """
         if not sources:
@@ -98,6 +107,8 @@ class Synthesizer:
         completion = await self.chat.complete(
             render_prompt(question, sources, self.prompt_template)
         )
+        if is_truncated(completion):
+            raise TruncatedAnswerError
         return resolve(completion, sources)
 
     def synthesize_sync(self, question: str, sources: Sequence[Source]) -> CitedAnswer:

@@ -20,7 +20,14 @@ Example:
 from __future__ import annotations
 
 from citemark._public import publish
-from citemark._reasons import ADAPTER_REASONS, REASONS, SCORER_REASONS, explain
+from citemark._reasons import (
+    ADAPTER_REASONS,
+    CHAT_REASONS,
+    REASONS,
+    REJECTION_REASONS,
+    SCORER_REASONS,
+    explain,
+)
 from citemark._scorer.findings import (
     CitedMarker,
     ExcludedLabel,
@@ -38,7 +45,9 @@ from citemark._scorer.scorer import CitationScorer, ScoreRow
 
 __all__ = [
     "ADAPTER_REASONS",
+    "CHAT_REASONS",
     "REASONS",
+    "REJECTION_REASONS",
     "SCORER_REASONS",
     "CitationScore",
     "CitationScorer",

@@ -53,7 +53,7 @@ class TestLlamaIndexChat:
             info.value.model,
             info.value.status,
         )
-        assert "the LlamaIndex LLM raised ValueError" == info.value.reason
+        assert "the LlamaIndex LLM raised ValueError" == info.value.detail
         assert CANARY not in str(info.value)
         assert info.value.__cause__ is None
 

@@ -190,6 +190,11 @@ class UnusableVerdict(BaseModel):
     error: Literal["JudgeError", "ChatError"]
     """Why: the reply failed validation, or the call failed."""
 
+    reason: str | None = None
+    """The stable code: `citemark.ChatError.reason` for a failed call (``timeout``,
+    ``http_status``, ...), ``invalid_judge_output`` or ``judge_reply_truncated`` for a
+    reply; None in measurements written before it was recorded."""
+
 
 class Applicability(BaseModel):
     """Whether a calibration describes a given judge."""
@@ -384,7 +389,7 @@ async def run_calibration(
             error: Literal["JudgeError", "ChatError"] = (
                 "JudgeError" if isinstance(exc, JudgeError) else "ChatError"
             )
-            unusable.append(UnusableVerdict(id=item.id, error=error))
+            unusable.append(UnusableVerdict(id=item.id, error=error, reason=exc.reason))
             continue
         ids.append(item.id)
         human.append(item.faithful)

@@ -273,6 +273,7 @@ def render_report(  # noqa: PLR0913 - the page's parts, each computed once by th
             ),
             f'<dl class="counts">{counts}</dl>',
             f'<ul class="reasons">{reasons}</ul>' if reasons else "",
+            _judge_calls(summary),
             (
                 '<p class="judge-note">A verdict is advice: only deterministic findings can '
                 "fail the run, and only with --fail-on-violation.</p>"
@@ -468,9 +469,48 @@ def _finding_codes(score: CitationScore) -> str:
     if not score.assessed and score.reason is not None:
         codes.append(score.reason)
     codes.extend(score.findings.deterministic_failures)
+    codes.extend(_judge_codes(score))
     if score.assessed and not codes and score.score is not None:
         codes.append(f"judge band {round(score.score * 3)}/3")
     return "".join(f' <code class="finding">{_e(code)}</code>' for code in codes)
+
+
+def _judge_calls(summary: CheckSummary) -> str:
+    """The judge's calls: made, saved, failed per reason code; empty without a judge."""
+    if summary.judge is None:
+        return ""
+    parts = [f"{summary.judge_calls} made"]
+    if summary.judge_calls_saved:
+        parts.append(f"{summary.judge_calls_saved} saved on rows already failed in code")
+    parts.extend(
+        f"<code>{_e(code)}</code> {count} failed" for code, count in summary.judge_failures.items()
+    )
+    parts.extend(
+        f"provider code <code>{_e(code)}</code> {count}"
+        for code, count in summary.judge_provider_codes.items()
+    )
+    if summary.judge_replies_truncated:
+        parts.append(f"{summary.judge_replies_truncated} replies cut off at the token limit")
+    return f'<p class="judge-calls">judge calls: {" &middot; ".join(parts)}</p>'
+
+
+def _judge_codes(score: CitationScore) -> list[str]:
+    """What became of the judge call: why it failed, whether it was cut off or saved."""
+    findings = score.findings
+    codes: list[str] = []
+    failure = findings.judge_error
+    if failure is not None:
+        facts = [failure.reason]
+        if failure.status is not None:
+            facts.append(f"HTTP {failure.status}")
+        if failure.provider_code is not None:
+            facts.append(failure.provider_code)
+        codes.append(f"judge call: {' '.join(facts)}")
+    if findings.judge_reply_truncated and score.reason != "judge_reply_truncated":
+        codes.append("judge_reply_truncated")
+    if findings.judge_skipped:
+        codes.append("judge not asked: already failed in code")
+    return codes
 
 
 def _clip(text: str) -> str:

@@ -26,7 +26,7 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._artifacts import (
     ModelIdentity,
@@ -77,6 +77,8 @@ MAX_MALFORMED_LISTED: Final = 100
 # Rows are scored in chunks: big enough to keep every judge worker busy most of the
 # time, small enough that a chunk's rows and scores are a constant amount of memory.
 _MIN_CHUNK: Final = 512
+# Block size of the line-counting pass that gives the progress bar its total.
+_COUNT_BLOCK: Final = 1 << 20
 _CHUNK_PER_WORKER: Final = 16
 
 
@@ -122,7 +124,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     concurrency: int = 32,
     html_rows: int = DEFAULT_HTML_ROWS,
     config: Mapping[str, JsonValue] | None = None,
-    progress: Callable[[int, int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     formats: Sequence[str] = (),
 ) -> CheckResult:
     """Check every row of a JSONL file; write ``rows.jsonl``, ``report.html``, ``report.json``.
@@ -138,7 +140,9 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         concurrency: How many rows the scorer grades at once.
         html_rows: How many rows ``report.html`` shows at most (0 for none).
         config: The run's configuration, recorded in the report as given.
-        progress: Called after each chunk with bytes read, total bytes and rows read.
+        progress: Called with rows done and the expected total (the input's line
+            count, counted first in one pass of constant memory): once as each row
+            is scored, and once per malformed line.
         formats: Optional extra outputs by name (see ``citemark._check.sinks.FORMATS``),
             e.g. ``("junit",)`` for ``report.junit.xml``.
 
@@ -156,7 +160,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     tally = _Tally()
     chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
     with source.open("rb") as handle, asyncio.Runner() as runner, contextlib.ExitStack() as stack:
-        total = os.fstat(handle.fileno()).st_size
+        total = _count_lines(handle) if progress is not None else 0
+        ticker = _Ticker(progress, total)
         out.mkdir(parents=True, exist_ok=True)
         options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern)
         html = HtmlSink(options)
@@ -165,22 +170,17 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         for sink in sinks:
             stack.callback(sink.close)
         chunk: list[CheckRow | MalformedLine] = []
-        done = 0
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)
-            done += len(raw)
             parsed = parse_row(number, raw)
             if parsed is None:
                 continue
             chunk.append(parsed)
             if len(chunk) >= chunk_size:
-                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks)
+                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker)
                 chunk = []
-                if progress is not None:
-                    progress(done, total, tally.rows + tally.malformed)
-        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks)
-        if progress is not None:
-            progress(done, total, tally.rows + tally.malformed)
+        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker)
+        ticker.finish()
         if tally.rows == 0:
             msg = (
                 "the input holds no readable row"
@@ -219,13 +219,16 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     concurrency: int,
     tally: _Tally,
     sinks: Sequence[CheckSink],
+    ticker: _Ticker,
 ) -> None:
     rows = [item for item in chunk if isinstance(item, CheckRow)]
+    ticker.add(len(chunk) - len(rows))
     results = (
         runner.run(
             scorer.score_many(
                 (ScoreRow(row.answer, row.sources, row.question) for row in rows),
                 concurrency=concurrency,
+                on_scored=ticker.tick,
             )
         )
         if rows
@@ -243,6 +246,43 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
             sink.add(checked)
 
 
+def _count_lines(handle: BinaryIO) -> int:
+    """How many lines the file holds (a last line without a newline counts), read in blocks."""
+    lines = 0
+    last = b"\n"
+    while block := handle.read(_COUNT_BLOCK):
+        lines += block.count(b"\n")
+        last = block[-1:]
+    handle.seek(0)
+    return lines + (last != b"\n")
+
+
+class _Ticker:
+    """Advances the progress callback in rows: one tick per scored row or malformed line.
+
+    Blank lines are neither, so the total (the line count) can exceed what is ticked;
+    `finish` reports the final count as the total so a bar ends full.
+    """
+
+    def __init__(self, progress: Callable[[int, int], None] | None, total: int) -> None:
+        self._progress = progress
+        self._total = total
+        self._done = 0
+
+    def tick(self) -> None:
+        self.add(1)
+
+    def add(self, rows: int) -> None:
+        if self._progress is None or rows == 0:
+            return
+        self._done += rows
+        self._progress(self._done, self._total)
+
+    def finish(self) -> None:
+        if self._progress is not None:
+            self._progress(self._done, self._done)
+
+
 class _Tally:
     """The run's counts: everything the summary needs, in constant memory."""
 
@@ -254,6 +294,11 @@ class _Tally:
         self.deterministic = 0
         self.malformed = 0
         self.malformed_lines: list[MalformedLine] = []
+        self.judge_calls = 0
+        self.judge_saved = 0
+        self.judge_truncated = 0
+        self.judge_failures: dict[str, int] = {}
+        self.judge_codes: dict[str, int] = {}
 
     def add_scores(self, scores: list[CitationScore]) -> None:
         # coverage_report is the scorer's own count; summing its chunk reports keeps
@@ -269,6 +314,19 @@ class _Tally:
         for kind, value in report["citations"].items():
             self.citations[kind] = self.citations.get(kind, 0) + value
         self.deterministic += sum(1 for score in scores if score.is_violation)
+        for score in scores:
+            self._add_judge(score)
+
+    def _add_judge(self, score: CitationScore) -> None:
+        findings = score.findings
+        self.judge_calls += findings.judge_called
+        self.judge_saved += findings.judge_skipped
+        self.judge_truncated += findings.judge_reply_truncated
+        failure = findings.judge_error
+        if failure is not None:
+            _count(self.judge_failures, failure.reason)
+            if failure.provider_code is not None:
+                _count(self.judge_codes, failure.provider_code)
 
     def add_malformed(self, item: MalformedLine) -> None:
         self.malformed += 1
@@ -287,4 +345,17 @@ class _Tally:
             malformed=self.malformed,
             malformed_lines=tuple(self.malformed_lines),
             citations=self.citations,
+            judge_calls=self.judge_calls,
+            judge_calls_saved=self.judge_saved,
+            judge_failures=_by_count(self.judge_failures),
+            judge_provider_codes=_by_count(self.judge_codes),
+            judge_replies_truncated=self.judge_truncated,
         )
+
+
+def _count(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+def _by_count(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Final
 from rich.console import Console
 from rich.progress import (
     BarColumn,
+    MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TaskProgressColumn,
     TextColumn,
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from citemark._calibration.run import CalibrationReport
     from citemark._check import CheckResult
     from citemark._echo.run import EchoReport
+    from citemark._reports import CheckSummary
 
 __all__ = ["CheckProgress", "print_calibration", "print_check", "print_echo"]
 
@@ -38,11 +42,22 @@ __all__ = ["CheckProgress", "print_calibration", "print_check", "print_echo"]
 _WARNED_LINES: Final = 20
 
 
+class _RowRate(ProgressColumn):
+    """Rows per second, from rich's own moving estimate."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("-- rows/s" if speed is None else f"{speed:.1f} rows/s")
+
+
 class CheckProgress:
     """A progress bar for ``check`` on standard error, or nothing when that is not a terminal.
 
-    Used as ``with CheckProgress(enabled=...) as update``, where ``update`` is
-    ``None`` or a callable of bytes read, total bytes and rows read.
+    The bar counts rows, not bytes: it advances as each row is read and scored (a
+    judge call included), with the rate and an estimate of the time left. Used as
+    ``with CheckProgress(enabled=...) as update``, where ``update`` is ``None`` or a
+    callable of rows done and the expected total. ``--quiet`` and a standard error
+    that is not a terminal disable it, so nothing is written there.
     """
 
     def __init__(self, *, enabled: bool) -> None:
@@ -53,22 +68,24 @@ class CheckProgress:
                 TextColumn("checking"),
                 BarColumn(),
                 TaskProgressColumn(),
-                TextColumn("{task.fields[rows]} rows"),
+                MofNCompleteColumn(),
+                TextColumn("rows"),
+                _RowRate(),
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
                 console=Console(stderr=True),
                 transient=True,
             )
-            self._task = self._bar.add_task("check", rows=0)
+            self._task = self._bar.add_task("check", total=None)
 
-    def __enter__(self) -> Callable[[int, int, int], None] | None:
+    def __enter__(self) -> Callable[[int, int], None] | None:
         bar, task = self._bar, self._task
         if bar is None or task is None:
             return None
         bar.start()
 
-        def update(done: int, total: int, rows: int) -> None:
-            bar.update(task, completed=done, total=total, rows=rows)
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
 
         return update
 
@@ -98,6 +115,7 @@ def print_check(result: CheckResult, runs: Path) -> None:
         table.add_row(Text(f"  {code}"), str(count))
     table.add_row("malformed lines", str(summary.malformed))
     console.print(table)
+    _print_judge_calls(console, summary)
     citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
     console.print(Text(f"citations: {citations}"))
     judge = summary.judge
@@ -114,6 +132,24 @@ def print_check(result: CheckResult, runs: Path) -> None:
             f"and {result.rows_path}"
         )
     )
+
+
+def _print_judge_calls(console: Console, summary: CheckSummary) -> None:
+    """The judge's calls: made, saved, failed per reason code, truncated."""
+    if summary.judge is None:
+        return
+    parts = [f"{summary.judge_calls} made"]
+    if summary.judge_calls_saved:
+        parts.append(f"{summary.judge_calls_saved} saved on rows already failed in code")
+    if summary.judge_failures:
+        failed = ", ".join(f"{count} {code}" for code, count in summary.judge_failures.items())
+        parts.append(f"failed: {failed}")
+    if summary.judge_provider_codes:
+        codes = ", ".join(f"{count} {code}" for code, count in summary.judge_provider_codes.items())
+        parts.append(f"provider codes: {codes}")
+    if summary.judge_replies_truncated:
+        parts.append(f"{summary.judge_replies_truncated} replies cut off at the token limit")
+    console.print(Text(f"judge calls: {'; '.join(parts)}"))
 
 
 def print_echo(report: EchoReport, path: Path) -> None:
@@ -137,6 +173,9 @@ def print_echo(report: EchoReport, path: Path) -> None:
     console.print(table)
     counts = ", ".join(f"{count} {outcome}" for outcome, count in report.counts.items() if count)
     console.print(Text(f"outcomes: {counts}; report: {path}"))
+    if report.failure_reasons:
+        reasons = ", ".join(f"{count} {code}" for code, count in report.failure_reasons.items())
+        console.print(Text(f"failure reasons: {reasons}"))
     leaks = report.counts["leak"]
     if leaks:
         sys.stderr.write(

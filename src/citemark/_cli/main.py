@@ -31,7 +31,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, get_args
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, get_args
 
 import httpx
 from pydantic import ValidationError
@@ -80,6 +80,11 @@ EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 EXIT_CHAT = 3
 
+ANSWER_MAX_TOKENS = 1024
+"""``--max-tokens`` by default for ``answer`` and ``echo``: room for a cited answer."""
+JUDGE_MAX_TOKENS = 512
+"""``--max-tokens`` by default for a judge (``check``, ``calibrate run``): a verdict is short."""
+
 
 class _UsageError(Exception):
     """A problem with the command line or the configuration; printed as one line."""
@@ -94,7 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as exc:
         return _fail(args, str(exc), EXIT_USAGE)
     except ChatError as exc:
-        return _fail(args, str(exc), EXIT_CHAT)
+        facts: dict[str, int | str] = {"reason": exc.reason}
+        if exc.status is not None:
+            facts["status"] = exc.status
+        if exc.provider_code is not None:
+            facts["provider_code"] = exc.provider_code
+        return _fail(args, str(exc), EXIT_CHAT, **facts)
     except KeyboardInterrupt:
         return _fail(args, "interrupted", 130)
 
@@ -131,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     answer.add_argument("-k", type=int, default=4, help="passages to retrieve (default 4)")
     _model_options(answer)
+    _generation_options(answer, max_tokens=ANSWER_MAX_TOKENS, seed_flag="--seed")
     answer.add_argument("--json", action="store_true", help="print one JSON object")
     answer.set_defaults(run=_answer)
     _check_parser(commands)
@@ -159,6 +170,15 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help=f"folder for the reports (default {DEFAULT_RESULTS_DIR}/)",
     )
     _judge_options(check, required=False)
+    _generation_options(check, max_tokens=JUDGE_MAX_TOKENS, seed_flag="--seed")
+    check.add_argument(
+        "--judge-violations",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also ask the judge about rows that already failed in code, whose outcome its "
+        "verdict cannot change (default: no, and the report counts the calls saved)",
+    )
+    check.add_argument("--quiet", action="store_true", help="no progress bar on standard error")
     check.add_argument(
         "--concurrency",
         type=int,
@@ -241,6 +261,8 @@ def _echo_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help=f"how many cases (default {len(DEFAULT_ECHO_CASES)})",
     )
     _model_options(echo)
+    # --seed already names the corpus seed here.
+    _generation_options(echo, max_tokens=ANSWER_MAX_TOKENS, seed_flag="--model-seed")
     echo.add_argument("--json", action="store_true", help="print one JSON object")
     echo.set_defaults(run=_echo)
 
@@ -294,6 +316,7 @@ def _calibrate_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="the file calibrate register wrote",
     )
     _judge_options(run, required=True)
+    _generation_options(run, max_tokens=JUDGE_MAX_TOKENS, seed_flag="--seed")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.set_defaults(run=_calibrate_run)
 
@@ -310,6 +333,76 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         default=120.0,
         help="seconds to wait for the model's reply (default 120; connecting waits 5)",
     )
+
+
+class _Generation(NamedTuple):
+    """The generation limits sent with every request of a command."""
+
+    max_tokens: int | None
+    temperature: float | None
+    seed: int | None
+
+    def config(self) -> dict[str, int | float | None]:
+        """As recorded in a report's configuration."""
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed}
+
+
+def _generation_options(
+    parser: argparse.ArgumentParser, *, max_tokens: int, seed_flag: str
+) -> None:
+    """``--max-tokens``, ``--temperature`` and the sampling seed, each with a CITEMARK_* twin."""
+    parser.set_defaults(default_max_tokens=max_tokens)
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help=f"the most tokens the model may write per call (CITEMARK_MAX_TOKENS; default "
+        f"{max_tokens}; 0 sends no limit). A reply cut off at it is rejected as truncated",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        metavar="T",
+        help="sampling temperature (CITEMARK_TEMPERATURE; default: the server's own)",
+    )
+    parser.add_argument(
+        seed_flag,
+        type=int,
+        dest="model_seed",
+        metavar="N",
+        help="sampling seed, for endpoints that take one (CITEMARK_SEED; default: none sent)",
+    )
+
+
+def _generation(args: argparse.Namespace) -> _Generation:
+    """The generation limits: the option, else its CITEMARK_* variable, else the default."""
+    max_tokens = _option_or_env(args.max_tokens, "CITEMARK_MAX_TOKENS", int, "--max-tokens")
+    if max_tokens is None:
+        max_tokens = args.default_max_tokens
+    if max_tokens < 0:
+        msg = "--max-tokens must be 0 (no limit) or more"
+        raise _UsageError(msg)
+    temperature = _option_or_env(args.temperature, "CITEMARK_TEMPERATURE", float, "--temperature")
+    seed = _option_or_env(args.model_seed, "CITEMARK_SEED", int, "the sampling seed")
+    return _Generation(max_tokens or None, temperature, seed)
+
+
+_Number = TypeVar("_Number", int, float)
+
+
+def _option_or_env(
+    value: _Number | None, variable: str, kind: type[_Number], option: str
+) -> _Number | None:
+    if value is not None:
+        return value
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        msg = f"{variable} must be a number for {option}"
+        raise _UsageError(msg) from None
 
 
 def _judge_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -333,16 +426,28 @@ def _judge_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
 
 
 def _chat(args: argparse.Namespace) -> OpenAIChat:
-    return _openai_chat(args.base_url, args.model, args.api_key, args.timeout)
+    return _openai_chat(args.base_url, args.model, args.api_key, args.timeout, _generation(args))
 
 
 def _openai_chat(
-    base_url: str | None, model: str | None, api_key: str | None, read_timeout: float
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    read_timeout: float,
+    generation: _Generation,
 ) -> OpenAIChat:
     """An OpenAIChat from command-line options; a bad configuration is a usage error."""
     try:
         timeout = httpx.Timeout(connect=5.0, read=read_timeout, write=30.0, pool=10.0)
-        return OpenAIChat(base_url, model, api_key, timeout=timeout)
+        return OpenAIChat(
+            base_url,
+            model,
+            api_key,
+            timeout=timeout,
+            max_tokens=generation.max_tokens,
+            temperature=generation.temperature,
+            seed=generation.seed,
+        )
     except ChatConfigError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -356,7 +461,14 @@ def _answer(args: argparse.Namespace) -> int:
         msg = "-k must be at least 1"
         raise _UsageError(msg)
     chat = _chat(args)
-    retriever = BM25Retriever.from_directory(docs, patterns=args.patterns or ("*.txt", "*.md"))
+    patterns = args.patterns or ("*.txt", "*.md")
+    retriever = BM25Retriever.from_directory(docs, patterns=patterns)
+    if not retriever.chunks:
+        msg = (
+            f"no readable text file under --docs matches {', '.join(patterns)}: there is "
+            "nothing to retrieve (name other files with --pattern)"
+        )
+        raise _UsageError(msg)
     sources = retriever.retrieve(args.question, k=args.k)
     if not sources:
         msg = (
@@ -370,7 +482,7 @@ def _answer(args: argparse.Namespace) -> int:
     except MarkerOutOfRangeError as exc:
         return _fail(args, f"answer rejected: {exc}", EXIT_VIOLATION, marker=exc.marker)
     except SynthesisError as exc:
-        return _fail(args, f"answer rejected: {exc}", EXIT_VIOLATION)
+        return _fail(args, f"answer rejected: {exc}", EXIT_VIOLATION, reason=exc.reason)
     reader = FileReader(docs)
     checks = [verify_citation(c, reader) for c in answer.citations]
     if args.json:
@@ -399,7 +511,9 @@ def _judge_chat(args: argparse.Namespace, *, required: bool) -> OpenAIChat | Non
             msg = "--judge-base-url and --judge-api-key need --judge-model"
             raise _UsageError(msg)
         return None
-    return _openai_chat(args.judge_base_url, args.judge_model, args.judge_api_key, args.timeout)
+    return _openai_chat(
+        args.judge_base_url, args.judge_model, args.judge_api_key, args.timeout, _generation(args)
+    )
 
 
 def _pattern(text: str, option: str, flags: int) -> re.Pattern[str]:
@@ -438,6 +552,7 @@ def _check(args: argparse.Namespace) -> int:
         min_sentence_coverage=coverage,
         label_pattern=label_pattern,
         citation_pattern=citation_pattern,
+        judge_violations=args.judge_violations,
     )
     config: dict[str, Any] = {
         "command": "check",
@@ -453,8 +568,10 @@ def _check(args: argparse.Namespace) -> int:
         "formats": list(dict.fromkeys(args.formats)),
         "label_pattern": label_pattern.pattern,
         "citation_pattern": citation_pattern.pattern,
+        "judge_violations": args.judge_violations,
+        **(_generation(args).config() if judge is not None else {}),
     }
-    with CheckProgress(enabled=sys.stderr.isatty()) as progress:
+    with CheckProgress(enabled=sys.stderr.isatty() and not args.quiet) as progress:
         try:
             result = run_check(
                 runs,
@@ -520,6 +637,7 @@ def _echo(args: argparse.Namespace) -> int:
     counts = report.counts
     unreachable = counts["call_failed"] == len(report.cases)
     code = EXIT_CHAT if unreachable else EXIT_OK
+    failures = report.failure_reasons
     if args.json:
         _print_json(
             {
@@ -527,6 +645,7 @@ def _echo(args: argparse.Namespace) -> int:
                 "report": str(path),
                 "passed": report.passed,
                 "counts": counts,
+                "failure_reasons": failures,
                 "cases": [
                     case.model_dump(mode="json", exclude={"question", "answer"})
                     for case in report.cases
@@ -536,8 +655,16 @@ def _echo(args: argparse.Namespace) -> int:
         return code
     print_echo(report, path)
     if unreachable:
-        _fail(args, f"every echo case failed to reach the model ({len(report.cases)} calls)", code)
+        _fail(args, _all_calls_failed(failures, len(report.cases)), code)
     return code
+
+
+def _all_calls_failed(failures: dict[str, int], calls: int) -> str:
+    """The one line for an echo whose every call failed, saying why, per reason code."""
+    reasons = ", ".join(f"{count} {code}" for code, count in failures.items()) or "unknown"
+    if "connect" in failures and len(failures) == 1:
+        return f"every echo case failed: the model could not be reached ({calls} calls)"
+    return f"every echo call failed ({calls} calls: {reasons})"
 
 
 def _register(args: argparse.Namespace) -> int:
@@ -606,7 +733,8 @@ def _calibrate_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         msg = f"cannot read the registration: {exc.strerror or type(exc).__name__}"
         raise _UsageError(msg) from None
-    failed_calls = sum(1 for item in report.unusable if item.error == "ChatError")
+    failed = [item.reason or "unknown" for item in report.unusable if item.error == "ChatError"]
+    failed_calls = len(failed)
     code = EXIT_CHAT if report.items and failed_calls == report.items else EXIT_OK
     measurement = _measurement_file(registration, report)
     if args.json:
@@ -620,7 +748,10 @@ def _calibrate_run(args: argparse.Namespace) -> int:
         return code
     print_calibration(report, measurement)
     if code == EXIT_CHAT:
-        _fail(args, f"every judge call failed ({failed_calls} items)", code)
+        reasons = ", ".join(
+            f"{failed.count(reason)} {reason}" for reason in sorted(set(failed), key=failed.index)
+        )
+        _fail(args, f"every judge call failed ({failed_calls} items: {reasons})", code)
     return code
 
 
@@ -644,7 +775,7 @@ def _measurement_file(registration: Path, report: CalibrationReport) -> Path | N
     return found[-1] if found else None
 
 
-def _fail(args: argparse.Namespace, message: str, code: int, **facts: int) -> int:
+def _fail(args: argparse.Namespace, message: str, code: int, **facts: int | str) -> int:
     if getattr(args, "json", False):
         _print_json({"error": message, "exit_code": code, **facts})
     else:

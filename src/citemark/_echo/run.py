@@ -172,6 +172,17 @@ class EchoCaseResult(BaseModel):
     error: str | None = None
     """The type name of the error a ``rejected`` or ``call_failed`` case raised."""
 
+    reason: str | None = None
+    """Why a ``rejected`` or ``call_failed`` case failed, as a stable code: the
+    `citemark.SynthesisError.reason` (``truncated``, ``marker_out_of_range``, ...) or
+    the `citemark.ChatError.reason` (``timeout``, ``connect``, ``http_status``, ...)."""
+
+    status: int | None = None
+    """For ``call_failed``: the HTTP status, or None when no response arrived."""
+
+    provider_code: str | None = None
+    """For ``call_failed``: the provider's machine error code, when it sent one."""
+
 
 class EchoCorpus(BaseModel):
     """What the echo check ran over: its own synthetic corpus, never the user's."""
@@ -233,6 +244,10 @@ class EchoReport(BaseModel):
 
     cases: tuple[EchoCaseResult, ...]
     """One result per case, in order."""
+
+    failure_reasons: dict[str, int] = Field(default_factory=dict)
+    """How many ``rejected`` and ``call_failed`` cases failed per reason code (see
+    `EchoCaseResult.reason`), most frequent first."""
 
     @property
     def passed(self) -> bool:
@@ -337,6 +352,7 @@ async def run_echo_check(
             sha256=plan.corpus_sha256,
         ),
         cases=tuple(results),
+        failure_reasons=_failure_reasons(results),
     )
     if out_dir is not None:
         write_report_atomically(Path(out_dir) / ECHO_REPORT_NAME, report)
@@ -367,6 +383,11 @@ def run_echo_check_sync(
     return run_sync(lambda: run_echo_check(pipeline, cases, seed, out_dir, identity=identity))
 
 
+def _failure_reasons(results: Sequence[EchoCaseResult]) -> dict[str, int]:
+    found = Counter(case.reason for case in results if case.reason is not None)
+    return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
+
+
 async def _run_case(
     pipeline: EchoPipeline, case: PlannedCase, reader: DocumentReader
 ) -> EchoCaseResult:
@@ -382,11 +403,18 @@ async def _run_case(
         answer = await _ask(pipeline, case.question, list(case.sources))
     except SynthesisError as exc:
         return EchoCaseResult.model_validate(
-            {**planted, "outcome": "rejected", "error": type(exc).__name__}
+            {**planted, "outcome": "rejected", "error": type(exc).__name__, "reason": exc.reason}
         )
     except ChatError as exc:
         return EchoCaseResult.model_validate(
-            {**planted, "outcome": "call_failed", "error": type(exc).__name__}
+            {
+                **planted,
+                "outcome": "call_failed",
+                "error": type(exc).__name__,
+                "reason": exc.reason,
+                "status": exc.status,
+                "provider_code": exc.provider_code,
+            }
         )
     if not isinstance(answer, CitedAnswer):
         msg = f"the pipeline returned a {type(answer).__name__}, not a CitedAnswer"

@@ -141,7 +141,12 @@ class JudgeCallFailure(_Finding):
     status: int | None
     """The HTTP status, or None when no response came."""
     reason: str
-    """What went wrong, in structural terms."""
+    """The stable code of `citemark.ChatError.reason` (``timeout``, ``connect``,
+    ``http_status``, ``bad_envelope``, ``null_content``, ...)."""
+    detail: str = ""
+    """What went wrong, as citemark's structural sentence (`citemark.ChatError.detail`)."""
+    provider_code: str | None = None
+    """The provider's machine error code (``error.code`` / ``error.type``), if it sent one."""
 
 
 class ScoreFindings(_Finding):
@@ -181,6 +186,16 @@ class ScoreFindings(_Finding):
     """The reply's JSON type (``object``, ``array``, ..., ``not JSON``)."""
     judge_rejection: str | None = None
     """The reason code a reply was rejected with, on a row already failed in code."""
+    judge_reply_truncated: bool = False
+    """Whether the judge's reply was cut off at its token limit (``finish_reason`` length);
+    such a row is un-assessed with ``judge_reply_truncated``, its reply unread."""
+    judge_raw_reply: str | None = None
+    """The judge's reply as it came, kept only when it was truncated or failed
+    validation, so a person can read it and the verdict can be re-derived. It is data
+    for artifacts (``rows.jsonl``): untrusted text, never put in a message or a log."""
+    judge_skipped: bool = False
+    """Whether the judge was deliberately not called because the row had already failed
+    in code, whose outcome no verdict can change (``judge_violations=False``)."""
     verdicts: tuple[dict[str, JsonValue], ...] = ()
     """The verified verdicts of a usable reply: occurrence, cited block, outcome, evidence."""
     verified_verdicts: tuple[dict[str, JsonValue], ...] = ()

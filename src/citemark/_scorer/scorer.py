@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
-from citemark._chat import ChatModel
+from citemark._chat import ChatModel, is_truncated
 from citemark._errors import ChatError
 from citemark._models import Source
 from citemark._observe import observed_score
@@ -132,6 +132,12 @@ class CitationScorer:
             carrying a resolved citation is lower fails deterministically, like a
             fabrication. By default coverage is only reported.
 
+        judge_violations: Whether to call the judge on a row that already failed in
+            code (a fabrication, coverage below the minimum). Its verdict cannot change
+            such a row's outcome; it is only recorded for audit. With False the call
+            is saved and the row's findings say ``judge_skipped``. ``citemark check``
+            defaults to False (``--judge-violations`` turns it on).
+
     Raises:
         TypeError: ``judge`` is not a `ChatModel`, or a pattern is not a string or a
             compiled ``str`` pattern.
@@ -163,7 +169,7 @@ class CitationScorer:
     REASONS: ClassVar[MappingProxyType[str, str]] = REASONS
     """Each un-assessed reason code and the sentence that explains it."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only options, each with a default
         self,
         judge: ChatModel | None = None,
         *,
@@ -171,6 +177,7 @@ class CitationScorer:
         label_pattern: str | re.Pattern[str] = DEFAULT_LABEL_PATTERN,
         citation_pattern: str | re.Pattern[str] = DEFAULT_CITATION_PATTERN,
         min_sentence_coverage: float | None = None,
+        judge_violations: bool = True,
     ) -> None:
         if judge is not None and not isinstance(judge, ChatModel):
             msg = "judge must be a citemark.ChatModel or None"
@@ -192,6 +199,7 @@ class CitationScorer:
         )
         self._label_pattern = compile_pattern(label_pattern, "label_pattern")
         self._citation_pattern = compile_pattern(citation_pattern, "citation_pattern")
+        self._judge_violations = bool(judge_violations)
 
     @property
     def judge(self) -> ChatModel | None:
@@ -207,6 +215,11 @@ class CitationScorer:
     def min_sentence_coverage(self) -> float | None:
         """The sentence coverage below which a row fails, or None (report only)."""
         return self._min_coverage
+
+    @property
+    def judge_violations(self) -> bool:
+        """Whether rows that already failed in code are still sent to the judge."""
+        return self._judge_violations
 
     @property
     def label_pattern(self) -> re.Pattern[str]:
@@ -265,6 +278,8 @@ class CitationScorer:
                 return unassessed("no_judge", findings)
         if not resolved or self._judge is None:
             return failed(failures, findings)
+        if failures and not self._judge_violations:
+            return failed(failures, findings.model_copy(update={"judge_skipped": True}))
         return await self._judged(
             self._judge,
             response=response,
@@ -298,7 +313,11 @@ class CitationScorer:
         return run_sync(lambda: self.score(response, sources, question))
 
     async def score_many(
-        self, rows: Iterable[RowLike], *, concurrency: int = 32
+        self,
+        rows: Iterable[RowLike],
+        *,
+        concurrency: int = 32,
+        on_scored: Callable[[], None] | None = None,
     ) -> list[CitationScore]:
         """Score many rows, at most ``concurrency`` at a time, in input order.
 
@@ -313,6 +332,9 @@ class CitationScorer:
                 sources, question)`` tuples.
 
             concurrency: How many rows are scored at once; at least 1.
+
+            on_scored: Called once as each row's score is ready, in completion
+                order (a progress bar's tick).
 
         Returns:
             One score per row, in the order of ``rows``.
@@ -339,6 +361,8 @@ class CitationScorer:
                     broken.append(exc)
                     return
                 results[index] = await self._score_row(row)
+                if on_scored is not None:
+                    on_scored()
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         if broken:
@@ -385,7 +409,12 @@ class CitationScorer:
         """
         entries = _entries(found)
         coverage = sentence_coverage(response, entries.blanked, entries.cited)
-        codes, failures = self._failures(found, entries.fabricated, coverage, sources)
+        # With nothing to cite the row is un-assessed (empty_context), never failed.
+        codes, failures = (
+            ((), [])
+            if found.empty
+            else self._failures(found, entries.fabricated, coverage, sources)
+        )
         # Every field is set explicitly (error aside), so the dump keeps them all;
         # validated from a dict, which is cheaper than keyword arguments for a model this wide.
         findings = ScoreFindings.model_validate(
@@ -409,6 +438,9 @@ class CitationScorer:
                 "judge_explanation": None,
                 "judge_reply_type": None,
                 "judge_rejection": None,
+                "judge_reply_truncated": False,
+                "judge_raw_reply": None,
+                "judge_skipped": False,
                 "verdicts": (),
                 "verified_verdicts": (),
                 "discarded_verdicts": 0,
@@ -498,6 +530,16 @@ class CitationScorer:
             if failures:
                 return failed(failures, findings)
             return unassessed("judge_call_failed", findings)
+        if is_truncated(reply):
+            # A cut-off reply is not read at all: a verdict list missing its end may
+            # still parse, and would be graded as if it were the judge's whole opinion.
+            findings = findings.model_copy(
+                update={"judge_reply_truncated": True, "judge_raw_reply": str(reply)}
+            )
+            if failures:
+                findings = findings.model_copy(update={"judge_rejection": "judge_reply_truncated"})
+                return failed(failures, findings)
+            return unassessed("judge_reply_truncated", findings)
         check = check_reply(reply, graded, found.blocks, response)
         kept = tuple(check.verdicts)
         findings = findings.model_copy(
@@ -509,6 +551,7 @@ class CitationScorer:
                 "discarded_verdicts": len(check.discarded),
                 "discarded_verdict_reasons": tuple(check.discarded),
                 "verified_verdicts" if check.reason else "verdicts": kept,
+                "judge_raw_reply": None if check.reason is None else str(reply),
             }
         )
         if failures:
@@ -572,6 +615,8 @@ def _chat_error(exc: ChatError) -> JudgeCallFailure:
         model=exc.model,
         status=exc.status,
         reason=exc.reason,
+        detail=exc.detail,
+        provider_code=exc.provider_code,
     )
 
 
