@@ -180,6 +180,15 @@ class CheckSummary(BaseModel):
     """Marker occurrences over all rows, by class: ``resolved``, ``fabricated``,
     ``ambiguous`` and ``ignored``."""
 
+    rows_with_unrecognized: int = 0
+    """Rows holding citation-like text that is not a marker (``[1-3]``, ``[^1]``...)."""
+
+    unrecognized: dict[str, int] = Field(default_factory=dict)
+    """Unrecognized citation-like tokens over all rows, by kind."""
+
+    possible_zero_based_numbering: int = 0
+    """Rows checked 1-based that cite ``[0]`` and would be in range numbered from 0."""
+
     files: dict[str, Sha256] = Field(default_factory=dict)
     """The files written beside the report (e.g. ``rows.jsonl``, ``report.html``),
     each with the SHA-256 of its bytes, so a reader can tell they belong together."""

@@ -224,7 +224,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     results = (
         runner.run(
             scorer.score_many(
-                (ScoreRow(row.answer, row.sources, row.question) for row in rows),
+                (ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in rows),
                 concurrency=concurrency,
             )
         )
@@ -254,6 +254,9 @@ class _Tally:
         self.deterministic = 0
         self.malformed = 0
         self.malformed_lines: list[MalformedLine] = []
+        self.with_unrecognized = 0
+        self.unrecognized_kinds: dict[str, int] = {}
+        self.zero_based = 0
 
     def add_scores(self, scores: list[CitationScore]) -> None:
         # coverage_report is the scorer's own count; summing its chunk reports keeps
@@ -269,6 +272,15 @@ class _Tally:
         for kind, value in report["citations"].items():
             self.citations[kind] = self.citations.get(kind, 0) + value
         self.deterministic += sum(1 for score in scores if score.is_violation)
+        for score in scores:
+            findings = score.findings
+            if findings.unrecognized:
+                self.with_unrecognized += 1
+                for token in findings.unrecognized:
+                    kinds = self.unrecognized_kinds
+                    kinds[token.kind] = kinds.get(token.kind, 0) + 1
+            if findings.possible_zero_based_numbering:
+                self.zero_based += 1
 
     def add_malformed(self, item: MalformedLine) -> None:
         self.malformed += 1
@@ -287,4 +299,9 @@ class _Tally:
             malformed=self.malformed,
             malformed_lines=tuple(self.malformed_lines),
             citations=self.citations,
+            rows_with_unrecognized=self.with_unrecognized,
+            unrecognized=dict(
+                sorted(self.unrecognized_kinds.items(), key=lambda item: (-item[1], item[0]))
+            ),
+            possible_zero_based_numbering=self.zero_based,
         )

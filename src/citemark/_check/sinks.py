@@ -112,6 +112,7 @@ def row_record(row: CheckedRow) -> dict[str, Any]:
         "score": score.score,
         "reason": score.reason,
         "explanation": score.explanation,
+        "unrecognized": [token.model_dump(mode="json") for token in score.findings.unrecognized],
         "details": score.details,
     }
 

@@ -100,6 +100,21 @@ def print_check(result: CheckResult, runs: Path) -> None:
     console.print(table)
     citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
     console.print(Text(f"citations: {citations}"))
+    if summary.rows_with_unrecognized:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in summary.unrecognized.items())
+        console.print(
+            Text(
+                f"citation-like text that is not a marker: {summary.rows_with_unrecognized} "
+                f"rows ({kinds}); see rows.jsonl 'unrecognized'"
+            )
+        )
+    if summary.possible_zero_based_numbering:
+        console.print(
+            Text(
+                f"possible 0-based numbering: {summary.possible_zero_based_numbering} rows cite "
+                "[0] and would be in range numbered from 0 (try --index-base 0)"
+            )
+        )
     judge = summary.judge
     console.print(
         Text(

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
 from citemark._chat import ChatModel
-from citemark._errors import ChatError
+from citemark._errors import ChatError, NoRowsError
 from citemark._models import Source
+from citemark._nearmiss import find_unrecognized
 from citemark._observe import observed_score
 from citemark._scorer.findings import (
     CitedMarker,
@@ -69,6 +70,7 @@ from citemark._scorer.result import (
 )
 from citemark._scorer.sentences import sentence_coverage
 from citemark._sync import run_sync
+from citemark._syntax import DEFAULT_INDEX_BASE, check_index_base
 
 if TYPE_CHECKING:
     import re
@@ -94,10 +96,18 @@ class ScoreRow(NamedTuple):
     question: str = ""
     """The question the answer responds to; may be empty."""
 
+    index_base: int | None = None
+    """This row's numbering base (0 or 1), or None for the scorer's own."""
+
 
 RowLike: TypeAlias = (
     "ScoreRow | tuple[str, Sequence[Source] | str] | tuple[str, Sequence[Source] | str, str]"
+    " | Mapping[str, Any]"
 )
+
+
+class _RowShapeError(TypeError):
+    """A row of a shape the scorer cannot read; the message names fields, never values."""
 
 
 class CitationScorer:
@@ -131,6 +141,12 @@ class CitationScorer:
             carrying a resolved citation is lower fails deterministically, like a
             fabrication. By default coverage is only reported.
 
+        index_base: The number of the first source of a source list: 1 (the
+            default) or 0; a row may override it (`score`'s ``index_base``).
+
+        strict_markers: Fail a row (``unrecognized_citation``) that holds
+            citation-like text that is not a marker, instead of only reporting it.
+
     Raises:
         TypeError: ``judge`` is not a `ChatModel`, or a pattern is not a string or a
             compiled ``str`` pattern.
@@ -162,7 +178,7 @@ class CitationScorer:
     REASONS: ClassVar[MappingProxyType[str, str]] = REASONS
     """Each un-assessed reason code and the sentence that explains it."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword options, each with a default
         self,
         judge: ChatModel | None = None,
         *,
@@ -170,6 +186,8 @@ class CitationScorer:
         label_pattern: str | re.Pattern[str] = DEFAULT_LABEL_PATTERN,
         citation_pattern: str | re.Pattern[str] = DEFAULT_CITATION_PATTERN,
         min_sentence_coverage: float | None = None,
+        index_base: int = DEFAULT_INDEX_BASE,
+        strict_markers: bool = False,
     ) -> None:
         if judge is not None and not isinstance(judge, ChatModel):
             msg = "judge must be a citemark.ChatModel or None"
@@ -181,6 +199,8 @@ class CitationScorer:
             if min_sentence_coverage is None
             else _unit_interval(min_sentence_coverage, "min_sentence_coverage")
         )
+        self._index_base = check_index_base(index_base)
+        self._strict = bool(strict_markers)
         self._label_pattern = compile_pattern(label_pattern, "label_pattern")
         self._citation_pattern = compile_pattern(citation_pattern, "citation_pattern")
 
@@ -200,6 +220,16 @@ class CitationScorer:
         return self._min_coverage
 
     @property
+    def index_base(self) -> int:
+        """The number of the first source, unless a row says otherwise."""
+        return self._index_base
+
+    @property
+    def strict_markers(self) -> bool:
+        """Whether citation-like text that is not a marker fails a row."""
+        return self._strict
+
+    @property
     def label_pattern(self) -> re.Pattern[str]:
         """The compiled label pattern."""
         return self._label_pattern
@@ -215,7 +245,14 @@ class CitationScorer:
         return SCORER_PROMPT_SHA256
 
     @observed_score
-    async def score(self, response: str, sources: Sources, question: str = "") -> CitationScore:
+    async def score(
+        self,
+        response: str,
+        sources: Sources,
+        question: str = "",
+        *,
+        index_base: int | None = None,
+    ) -> CitationScore:
         """Score one response: classify its citations, then ask the judge once if it can.
 
         Args:
@@ -226,6 +263,8 @@ class CitationScorer:
 
             question: The question the answer responds to, shown to the judge.
 
+            index_base: This row's numbering base (0 or 1); None for the scorer's.
+
         Returns:
             The score. A failed judge call (`ChatError`) is an un-assessed row with
             reason ``judge_call_failed``, not an exception.
@@ -233,8 +272,10 @@ class CitationScorer:
         Raises:
             TypeError: ``response`` or ``question`` is not a string, or ``sources``
                 is neither a string nor a sequence of `Source`.
+            ValueError: ``index_base`` is not 0, 1 or None.
         """
-        found = self._classify(response, sources, question)
+        base = self._index_base if index_base is None else check_index_base(index_base)
+        found = self._classify(response, sources, question, base)
         findings = _findings(found, response, self._judge)
         if found.empty:
             return unassessed("empty_context", findings)
@@ -270,7 +311,14 @@ class CitationScorer:
             findings=findings,
         )
 
-    def score_sync(self, response: str, sources: Sources, question: str = "") -> CitationScore:
+    def score_sync(
+        self,
+        response: str,
+        sources: Sources,
+        question: str = "",
+        *,
+        index_base: int | None = None,
+    ) -> CitationScore:
         """Run `score` to completion with `asyncio.run`, for code without an event loop.
 
         Args:
@@ -279,6 +327,8 @@ class CitationScorer:
             sources: A list of `Source`, or a labelled context string.
 
             question: The question the answer responds to.
+
+            index_base: This row's numbering base, or None for the scorer's.
 
         Returns:
             The score.
@@ -289,7 +339,7 @@ class CitationScorer:
         # run_sync keeps the result out of the main task: Python 3.11's asyncio.run
         # reprs that task, and the repr of a score whose details list a hundred
         # thousand markers takes longer than scoring.
-        return run_sync(lambda: self.score(response, sources, question))
+        return run_sync(lambda: self.score(response, sources, question, index_base=index_base))
 
     async def score_many(
         self, rows: Iterable[RowLike], *, concurrency: int = 32
@@ -303,8 +353,12 @@ class CitationScorer:
         exception raised by ``rows`` itself is raised once the rows in flight finish.
 
         Args:
-            rows: `ScoreRow` values, or ``(response, sources)`` or ``(response,
-                sources, question)`` tuples.
+            rows: `ScoreRow` values, ``(response, sources)`` or ``(response,
+                sources, question)`` tuples, or mappings as users write rows:
+                ``{"response" | "answer": ..., "sources" | "context": ...,
+                "question": ...}`` (and optionally ``"index_base"``). A row of an
+                unknown shape is a ``scoring_error`` whose explanation names the
+                missing field.
 
             concurrency: How many rows are scored at once; at least 1.
 
@@ -313,6 +367,8 @@ class CitationScorer:
 
         Raises:
             ValueError: ``concurrency`` is not a positive integer.
+            NoRowsError: ``rows`` is not empty and not one row has a usable shape;
+                a column of ``scoring_error`` would hide a caller's mistake.
         """
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             msg = "concurrency must be a positive integer"
@@ -320,6 +376,7 @@ class CitationScorer:
         results: dict[int, CitationScore] = {}
         numbered = enumerate(rows)
         broken: list[Exception] = []
+        shape_errors: list[str] = []
 
         async def worker() -> None:
             # One shared iterator: each free worker takes the next row, so a huge
@@ -332,19 +389,27 @@ class CitationScorer:
                 except Exception as exc:  # noqa: BLE001 - re-raised once the others finish
                     broken.append(exc)
                     return
-                results[index] = await self._score_row(row)
+                results[index] = await self._score_row(row, shape_errors)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         if broken:
             # The iterable itself failed, not a row: there is no row to record it
             # against. It is raised after the rows in flight have finished.
             raise broken[0]
-        return [results[index] for index in range(len(results))]
+        scores = [results[index] for index in range(len(results))]
+        if scores and len(shape_errors) == len(scores):
+            msg = f"no row of the batch has a usable shape (row 1: {shape_errors[0]})"
+            raise NoRowsError(msg)
+        return scores
 
-    async def _score_row(self, row: object) -> CitationScore:
+    async def _score_row(self, row: object, shape_errors: list[str]) -> CitationScore:
         try:
-            response, sources, question = _unpack(row)
-            return await self.score(response, sources, question)
+            response, sources, question, index_base = _unpack(row)
+        except _RowShapeError as exc:
+            shape_errors.append(str(exc))
+            return unassessed("scoring_error", ScoreFindings(error=type(exc).__name__), str(exc))
+        try:
+            return await self.score(response, sources, question, index_base=index_base)
         except ChatError as exc:
             return unassessed("judge_call_failed", ScoreFindings(judge_error=_chat_error(exc)))
         except Exception as exc:  # noqa: BLE001 - one row's failure never stops the batch
@@ -352,7 +417,9 @@ class CitationScorer:
             kind = type(exc).__name__
             return unassessed("scoring_error", ScoreFindings(error=kind), kind)
 
-    def _classify(self, response: object, sources: object, question: object) -> Classified:
+    def _classify(
+        self, response: object, sources: object, question: object, base: int
+    ) -> Classified:
         if not isinstance(response, str):
             msg = "response must be a str"
             raise TypeError(msg)
@@ -368,7 +435,7 @@ class CitationScorer:
             if not isinstance(source, Source):
                 msg = f"sources must hold only Source objects (item {number} is not one)"
                 raise TypeError(msg)
-        return classify_sources(response, sources)
+        return classify_sources(response, sources, base)
 
     def _failures(
         self, found: Classified, findings: ScoreFindings, sources: object
@@ -394,6 +461,20 @@ class CitationScorer:
                 failures.append(
                     f"the response cites {what} outside the {given} {noun} it was given: {shown}"
                 )
+                if findings.possible_zero_based_numbering:
+                    failures.append(
+                        "every marker would be in range if the sources were numbered from 0: "
+                        "the pipeline may number from 0 (try index_base=0)"
+                    )
+        if self._strict and findings.unrecognized:
+            first = findings.unrecognized[0]
+            codes.append("unrecognized_citation")
+            many = len(findings.unrecognized)
+            failures.append(
+                f"strict markers: the response holds {many} citation-like "
+                f"{'token' if many == 1 else 'tokens'} that {'is' if many == 1 else 'are'} "
+                f"not a marker, the first of kind {first.kind} at offset {first.start}"
+            )
         coverage = findings.sentence_coverage
         if (
             self._min_coverage is not None
@@ -508,6 +589,10 @@ def _findings(found: Classified, response: str, judge: ChatModel | None) -> Scor
                 label=occ.label, start=occ.start, end=occ.end, link=occ.link, why=occ.why or ""
             )
             (ambiguous if occ.kind == AMBIGUOUS else ignored).append(entry)
+    if found.numbered:
+        unrecognized = find_unrecognized(response)
+    else:
+        unrecognized = find_unrecognized(response, [(o.start, o.end) for o in found.occurrences])
     # Every field is set explicitly (error aside), so the dump keeps them all.
     return ScoreFindings(
         labels=tuple(found.blocks),
@@ -517,6 +602,9 @@ def _findings(found: Classified, response: str, judge: ChatModel | None) -> Scor
         ambiguous_citations=tuple(ambiguous),
         ignored_markers=tuple(ignored),
         markers_in_code=found.in_code,
+        unrecognized=unrecognized,
+        index_base=found.base if found.numbered else None,
+        possible_zero_based_numbering=_looks_zero_based(found),
         sentence_coverage=sentence_coverage(response, blanked, cited),
         deterministic_failures=(),
         judge=None
@@ -538,6 +626,20 @@ def _findings(found: Classified, response: str, judge: ChatModel | None) -> Scor
     )
 
 
+def _looks_zero_based(found: Classified) -> bool:
+    """A 1-based source list cited with ``[0]``, every marker in range if based at 0."""
+    if not found.numbered or found.base != 1 or not found.occurrences:
+        return False
+    count = len(found.blocks) + len(found.excluded)
+    numbers = []
+    for occ in found.occurrences:
+        digits = occ.label.lstrip("0") or "0"
+        if len(digits) > 9:  # noqa: PLR2004 - far out of range either way
+            return False
+        numbers.append(int(digits))
+    return 0 in numbers and all(0 <= n < count for n in numbers)
+
+
 def _chat_error(exc: ChatError) -> JudgeCallFailure:
     return JudgeCallFailure(
         type=type(exc).__name__,
@@ -548,13 +650,31 @@ def _chat_error(exc: ChatError) -> JudgeCallFailure:
     )
 
 
-def _unpack(row: object) -> tuple[Any, Any, Any]:
+def _unpack(row: object) -> tuple[Any, Any, Any, Any]:
+    if isinstance(row, ScoreRow):
+        return row.response, row.sources, row.question, row.index_base
+    if isinstance(row, Mapping):
+        return _unpack_mapping(row)
     if not isinstance(row, tuple) or len(row) not in (2, 3):
-        msg = "a row must be a ScoreRow or a (response, sources[, question]) tuple"
-        raise TypeError(msg)
+        msg = "a row must be a ScoreRow, a (response, sources[, question]) tuple or a mapping"
+        raise _RowShapeError(msg)
     if len(row) == 2:  # noqa: PLR2004 - the short form has no question
-        return row[0], row[1], ""
-    return row[0], row[1], row[2]
+        return row[0], row[1], "", None
+    return row[0], row[1], row[2], None
+
+
+def _unpack_mapping(row: Mapping[Any, Any]) -> tuple[Any, Any, Any, Any]:
+    """Read ``{"response"|"answer", "sources"|"context", "question"}`` as users write rows."""
+    response = next((row[key] for key in ("response", "answer") if key in row), None)
+    if response is None:
+        msg = "the row has no 'response' (or 'answer') field"
+        raise _RowShapeError(msg)
+    sources = next((row[key] for key in ("sources", "context") if key in row), None)
+    if sources is None:
+        msg = "the row has no 'sources' (or 'context') field"
+        raise _RowShapeError(msg)
+    question = row.get("question")
+    return response, sources, "" if question is None else question, row.get("index_base")
 
 
 def _listing(labels: list[str]) -> str:
