@@ -257,6 +257,9 @@ class _Tally:
         self.with_unrecognized = 0
         self.unrecognized_kinds: dict[str, int] = {}
         self.zero_based = 0
+        self.all_resolve = 0
+        self.cite_nothing = 0
+        self.violations: dict[str, int] = {}
 
     def add_scores(self, scores: list[CitationScore]) -> None:
         # coverage_report is the scorer's own count; summing its chunk reports keeps
@@ -274,6 +277,16 @@ class _Tally:
         self.deterministic += sum(1 for score in scores if score.is_violation)
         for score in scores:
             findings = score.findings
+            classified = findings.sentence_coverage is not None  # None: not scored at all
+            if (
+                classified
+                and not findings.fabricated_citations
+                and not findings.ambiguous_citations
+            ):
+                self.all_resolve += 1
+                self.cite_nothing += not findings.resolved_citations
+            for code in findings.deterministic_failures:
+                self.violations[code] = self.violations.get(code, 0) + 1
             if findings.unrecognized:
                 self.with_unrecognized += 1
                 for token in findings.unrecognized:
@@ -304,4 +317,7 @@ class _Tally:
                 sorted(self.unrecognized_kinds.items(), key=lambda item: (-item[1], item[0]))
             ),
             possible_zero_based_numbering=self.zero_based,
+            citations_all_resolve=self.all_resolve,
+            citations_all_resolve_none_cited=self.cite_nothing,
+            violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
         )

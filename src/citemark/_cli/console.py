@@ -87,6 +87,19 @@ def print_check(result: CheckResult, runs: Path) -> None:
         sys.stderr.write(f"citemark: warning: {more} more malformed lines (see rows.jsonl)\n")
     console = Console(highlight=False)
     console.print(Text(f"citemark check: {summary.rows} rows of {runs}", style="bold"))
+    cited = summary.citations_all_resolve - summary.citations_all_resolve_none_cited
+    console.print(
+        Text(
+            f"every citation resolves: {summary.citations_all_resolve} of {summary.rows} rows "
+            f"({cited} citing, {summary.citations_all_resolve_none_cited} citing nothing)",
+            style="bold",
+        )
+    )
+    if summary.violations:
+        kinds = ", ".join(f"{count} {code}" for code, count in summary.violations.items())
+        console.print(Text(f"rows with deterministic violations: {kinds}"))
+    else:
+        console.print(Text("rows with deterministic violations: none"))
     table = Table()
     table.add_column("outcome")
     table.add_column("rows", justify="right")
