@@ -261,3 +261,34 @@ class TestRowsAsUsersWriteThem:
             asyncio.run(CitationScorer().score_many([{"text": "a", "docs": []}] * 3))
         # The naive behaviour (a column of scoring_error) is what the check replaces.
         assert asyncio.run(CitationScorer().score_many([])) == []
+
+
+class TestUnverifiableSourcesAndAbstentions:
+    def test_url_only_and_blank_sources_are_flagged_and_never_graded(self):
+        import json as _json
+
+        from citemark.testing import ScriptedChat
+
+        sources = [
+            Source(text="https://example.com/eiffel", doc_id="url"),
+            Source(text="   ", doc_id="blank"),
+            Source(text="It is 330 metres tall.", doc_id="text"),
+        ]
+        reply = _json.dumps({"score": 3, "explanation": "ok", "verdicts": [{"occurrence": 1, "outcome": "supported", "context_span": "330 metres tall"}]})
+        judge = ScriptedChat([reply])
+        score = CitationScorer(judge).score_sync("Tall [3], see [1].", sources, "How tall?")
+        assert score.findings.unverifiable_sources == ("2", "1")
+        assert len(judge.prompts) == 1
+        assert "occurrence" in judge.prompts[0] and score.passed is True  # only [3] was graded
+        only_url = CitationScorer(ScriptedChat([])).score_sync("See [1].", sources)
+        assert only_url.reason == "unverifiable_sources_only"
+        # The naive scorer would grade [1] against a URL: the judge is never called here.
+
+    def test_min_coverage_never_fails_an_honest_abstention(self):
+        scorer = CitationScorer(min_sentence_coverage=0.5)
+        abstain = scorer.score_sync("The sources do not say when it opened.", PASSAGES)
+        assert abstain.findings.deterministic_failures == ()
+        hidden = scorer.score_sync("It opened in 1889.[^1] It is tall.", PASSAGES)
+        assert hidden.findings.deterministic_failures == ("sentence_coverage_below_minimum",)
+        uncited = scorer.score_sync("It opened in 1889 [1]. It is tall. It is old. It is iron.", PASSAGES)
+        assert uncited.findings.deterministic_failures == ("sentence_coverage_below_minimum",)

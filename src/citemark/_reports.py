@@ -197,6 +197,9 @@ class CheckSummary(BaseModel):
     unrecognized: dict[str, int] = Field(default_factory=dict)
     """Unrecognized citation-like tokens over all rows, by kind."""
 
+    rows_with_unverifiable_sources: int = 0
+    """Rows given at least one source with no text or only a URL (never graded)."""
+
     possible_zero_based_numbering: int = 0
     """Rows checked 1-based that cite ``[0]`` and would be in range numbered from 0."""
 

@@ -258,6 +258,7 @@ class _Tally:
         self.unrecognized_kinds: dict[str, int] = {}
         self.zero_based = 0
         self.all_resolve = 0
+        self.unverifiable = 0
         self.cite_nothing = 0
         self.violations: dict[str, int] = {}
 
@@ -292,6 +293,8 @@ class _Tally:
                 for token in findings.unrecognized:
                     kinds = self.unrecognized_kinds
                     kinds[token.kind] = kinds.get(token.kind, 0) + 1
+            if findings.unverifiable_sources:
+                self.unverifiable += 1
             if findings.possible_zero_based_numbering:
                 self.zero_based += 1
 
@@ -318,6 +321,7 @@ class _Tally:
             ),
             possible_zero_based_numbering=self.zero_based,
             citations_all_resolve=self.all_resolve,
+            rows_with_unverifiable_sources=self.unverifiable,
             citations_all_resolve_none_cited=self.cite_nothing,
             violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
         )

@@ -121,6 +121,13 @@ def print_check(result: CheckResult, runs: Path) -> None:
                 f"rows ({kinds}); see rows.jsonl 'unrecognized'"
             )
         )
+    if summary.rows_with_unverifiable_sources:
+        console.print(
+            Text(
+                f"unverifiable sources (no text, or only a URL): "
+                f"{summary.rows_with_unverifiable_sources} rows; their citations are not graded"
+            )
+        )
     if summary.possible_zero_based_numbering:
         console.print(
             Text(

@@ -172,6 +172,9 @@ class ScoreFindings(_Finding):
     """Citation-like text that is not a marker (``[1-3]``, ``[^1]``, ``【1】``, a leaked
     provider marker...), with kind and offsets; it cites nothing, and fails the row
     (``unrecognized_citation``) only in strict mode."""
+    unverifiable_sources: tuple[str, ...] = ()
+    """Labels of the sources that have no text or only a URL: a citation of one resolves,
+    but there is nothing to grade it against, so the judge is never asked about it."""
     index_base: int | None = None
     """The numbering base the row's integer markers were read with (0 or 1); None for a
     labelled context."""

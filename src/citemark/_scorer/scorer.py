@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
@@ -73,7 +74,6 @@ from citemark._sync import run_sync
 from citemark._syntax import DEFAULT_INDEX_BASE, check_index_base
 
 if TYPE_CHECKING:
-    import re
     from types import MappingProxyType
 
 __all__ = ["CitationScore", "CitationScorer", "ScoreRow", "coverage_report"]
@@ -81,6 +81,7 @@ __all__ = ["CitationScore", "CitationScorer", "ScoreRow", "coverage_report"]
 Sources: TypeAlias = "Sequence[Source] | str"
 
 _MAX_LISTED: Final = 10
+_URL_ONLY: Final = re.compile(r"\s*+<?(?:https?|ftp)://\S++>?\s*+")
 _THIRDS: Final = 3
 
 
@@ -279,7 +280,9 @@ class CitationScorer:
         findings = _findings(found, response, self._judge)
         if found.empty:
             return unassessed("empty_context", findings)
-        resolved = [occ for occ in found.occurrences if occ.kind == RESOLVED]
+        unverifiable = set(findings.unverifiable_sources)
+        cited = [occ for occ in found.occurrences if occ.kind == RESOLVED]
+        resolved = [occ for occ in cited if occ.label not in unverifiable]
         codes, failures = self._failures(found, findings, sources)
         if codes:
             findings = findings.model_copy(update={"deterministic_failures": codes})
@@ -292,6 +295,8 @@ class CitationScorer:
                     findings,
                     f"{ambiguous} {noun} could not be resolved to exactly one block",
                 )
+            if cited and not resolved:
+                return unassessed("unverifiable_sources_only", findings)
             if not resolved:
                 unstructured = found.labelled and not found.accusable and findings.ignored_markers
                 code = "unsupported_label_style" if unstructured else "no_resolved_citations"
@@ -476,8 +481,12 @@ class CitationScorer:
                 f"not a marker, the first of kind {first.kind} at offset {first.start}"
             )
         coverage = findings.sentence_coverage
+        # An honest abstention: nothing cited, nothing citation-like. Coverage is 0 by
+        # construction there, and failing it would punish the contract's own answer.
+        abstention = not found.occurrences and not findings.unrecognized
         if (
-            self._min_coverage is not None
+            not abstention
+            and self._min_coverage is not None
             and coverage is not None
             and coverage.coverage is not None
             and coverage.coverage < self._min_coverage
@@ -559,6 +568,13 @@ class CitationScorer:
         )
 
 
+def _unverifiable(found: Classified) -> tuple[str, ...]:
+    """Labels of sources with no text (excluded as empty) or whose text is only a URL."""
+    labels = [label for label, why in found.excluded if why == "empty"]
+    labels.extend(label for label, text in found.blocks.items() if _URL_ONLY.fullmatch(text))
+    return tuple(labels)
+
+
 def _findings(found: Classified, response: str, judge: ChatModel | None) -> ScoreFindings:
     """The deterministic findings of a row, with the judge fields at their defaults."""
     resolved: list[ResolvedCitation] = []
@@ -603,6 +619,7 @@ def _findings(found: Classified, response: str, judge: ChatModel | None) -> Scor
         ignored_markers=tuple(ignored),
         markers_in_code=found.in_code,
         unrecognized=unrecognized,
+        unverifiable_sources=_unverifiable(found),
         index_base=found.base if found.numbered else None,
         possible_zero_based_numbering=_looks_zero_based(found),
         sentence_coverage=sentence_coverage(response, blanked, cited),
