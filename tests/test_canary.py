@@ -47,10 +47,11 @@ def raised_errors() -> list[BaseException]:
     attempt(lambda: Source(text=CANARY, doc_id="d", start=0))
     attempt(
         lambda: Citation(
-            marker=0, doc_id=CANARY, chunk_id=None, start=None, end=None, uri=None, text=CANARY
+            marker=-1, doc_id=CANARY, chunk_id=None, start=None, end=None, uri=None, text=CANARY
         )
     )
     attempt(lambda: CitedAnswer(text=CANARY, citations=CANARY))  # type: ignore[arg-type]
+    attempt(lambda: resolve(f"{CANARY} [1-2] [^{CANARY}]", sources, strict=True))
     attempt(lambda: render_prompt(CANARY, [{"text": CANARY}]))  # type: ignore[list-item]
     return errors
 

@@ -82,6 +82,9 @@ class TestDemo:
         assert (0, "") == (done.returncode, done.stderr)
         assert "citemark check: 16 rows of examples/data/example-runs.jsonl" in done.stdout
         assert "deterministic violations │    3" in done.stdout
+        # Deterministic facts lead: how many rows have every citation resolving.
+        assert "every citation resolves: 13 of 16 rows (11 citing, 2 citing nothing)" in done.stdout
+        assert done.stdout.index("every citation resolves") < done.stdout.index("passed")
         assert ["report.html", "report.json", "rows.jsonl"] == sorted(p.name for p in out.iterdir())
         report = json.loads((out / "report.json").read_bytes())
         assert (16, 3) == (report["check"]["rows"], report["check"]["failed"])

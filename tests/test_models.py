@@ -48,10 +48,14 @@ class TestSource:
 
 
 class TestCitation:
-    def test_marker_is_positive(self):
-        """A citation's marker is at least 1."""
+    def test_marker_is_not_negative(self):
+        """A citation's marker is at least 0 (0 only exists under index_base=0)."""
         with pytest.raises(pydantic.ValidationError):
-            Citation(marker=0, doc_id="d", chunk_id=None, start=None, end=None, uri=None, text="")
+            Citation(marker=-1, doc_id="d", chunk_id=None, start=None, end=None, uri=None, text="")
+        zero = Citation(
+            marker=0, doc_id="d", chunk_id=None, start=None, end=None, uri=None, text=""
+        )
+        assert zero.marker == 0
 
     def test_offset_rule_applies(self):
         """Citations obey the same offset rule as sources."""

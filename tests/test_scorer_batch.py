@@ -313,6 +313,11 @@ class TestJsonSafety:
             "unsupported_label_style": ("Fee [7].", "[1] The late fee is 5%.\n", None),
             "partial_citation_coverage": ("Fee [doc-4].", CONTEXT + "[doc-4]\n", None),
             "no_judge": (GOOD, CONTEXT, "no judge"),
+            "unverifiable_sources_only": (
+                "Fee [doc-1].",
+                "[doc-1] https://example.com/fees\n",
+                None,
+            ),
             "judge_call_failed": (GOOD, CONTEXT, chat_error),
             "invalid_judge_output": (GOOD, CONTEXT, '{"score": NaN}'),
             "incomplete_judge_verdicts": (GOOD, CONTEXT, reply(3)),

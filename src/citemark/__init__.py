@@ -42,10 +42,12 @@ from citemark._errors import (
     StrictJSONError,
     SynthesisError,
     TruncatedAnswerError,
+    UnrecognizedCitationError,
 )
 from citemark._judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
 from citemark._markers import MarkerOccurrence, MaskedSpan, masked_spans, parse_markers
-from citemark._models import Citation, CitedAnswer, Source
+from citemark._models import Citation, CitedAnswer, Source, UnrecognizedToken
+from citemark._nearmiss import find_unrecognized
 from citemark._redaction import RedactingChat, RedactionReport
 from citemark._render import (
     DEFAULT_SYNTHESIS_PROMPT,
@@ -112,8 +114,11 @@ __all__ = [
     "SynthesisReport",
     "Synthesizer",
     "TruncatedAnswerError",
+    "UnrecognizedCitationError",
+    "UnrecognizedToken",
     "Verification",
     "coverage_report",
+    "find_unrecognized",
     "indent_block",
     "locate_span",
     "masked_spans",

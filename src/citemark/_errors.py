@@ -7,6 +7,7 @@ drawn once, here and in ``docs/errors.md``::
     ├── SynthesisError            the synthesis contract failed
     │   ├── NoSourcesError        nothing citable was given
     │   ├── MarkerOutOfRangeError an answer cited [n] outside 1..N
+    │   ├── UnrecognizedCitationError strict mode met citation-like text
     │   ├── UnsentDocumentError   a provider citation named a document not sent
     │   └── TruncatedAnswerError  the model stopped at its token limit
     ├── QueryRewriteError         a query rewrite came back blank
@@ -121,23 +122,56 @@ class MarkerOutOfRangeError(SynthesisError):
     marker: int
     valid_count: int
 
-    def __init__(self, marker: int, valid_count: int) -> None:
-        """Create the error from the offending marker and the source count."""
+    def __init__(self, marker: int, valid_count: int, index_base: int = 1) -> None:
+        """Create the error from the offending marker, the source count and the base."""
         self.marker = marker
         self.valid_count = valid_count
+        self.index_base = index_base
         shown = str(marker)
         if len(shown) > _MAX_PRINTED_DIGITS:
             shown = f"<{len(shown)}-digit number>"
         noun = "source" if valid_count == 1 else "sources"
+        last = valid_count - 1 + index_base
         msg = (
             f"marker [{shown}] is out of range: the answer was given "
-            f"{valid_count} {noun}, so markers must lie in 1..{valid_count}"
+            f"{valid_count} {noun}, so markers must lie in {index_base}..{last}"
         )
         super().__init__(msg)
 
-    def __reduce__(self) -> tuple[type[MarkerOutOfRangeError], tuple[int, int]]:
+    def __reduce__(self) -> tuple[type[MarkerOutOfRangeError], tuple[int, int, int]]:
         """Pickle with the constructor's arguments, not the message."""
-        return (type(self), (self.marker, self.valid_count))
+        return (type(self), (self.marker, self.valid_count, self.index_base))
+
+
+class UnrecognizedCitationError(SynthesisError):
+    """Raised in strict mode when an answer holds citation-like text that is not a marker.
+
+    ``[1-3]``, ``[^1]``, ``【1】``, a provider's leaked marker: by default such text is
+    reported in `CitedAnswer.unrecognized` and cites nothing; with ``strict=True``
+    (``--strict-markers``) the first one rejects the answer. The message names its
+    kind and offset, never its text.
+
+    Attributes:
+        kind: What the text looks like, e.g. ``range`` or ``footnote``.
+        start: Its offset in the answer.
+    """
+
+    kind: str
+    start: int
+
+    def __init__(self, kind: str, start: int) -> None:
+        """Create the error from the first unrecognized token's kind and offset."""
+        self.kind = kind
+        self.start = start
+        msg = (
+            f"the answer holds citation-like text that is not a marker "
+            f"(kind {kind}, at offset {start}); strict mode rejects it"
+        )
+        super().__init__(msg)
+
+    def __reduce__(self) -> tuple[type[UnrecognizedCitationError], tuple[str, int]]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (type(self), (self.kind, self.start))
 
 
 class TruncatedAnswerError(SynthesisError):

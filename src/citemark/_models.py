@@ -12,11 +12,11 @@ rule everywhere: when both are given, ``0 <= start <= end`` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-__all__ = ["Citation", "CitedAnswer", "Source"]
+__all__ = ["Citation", "CitedAnswer", "Source", "UnrecognizedKind", "UnrecognizedToken"]
 
 # hide_input_in_errors: a validation error must not echo source or answer text.
 _CONFIG = ConfigDict(
@@ -77,8 +77,8 @@ class Citation(BaseModel):
 
     model_config = _CONFIG
 
-    marker: int = Field(ge=1)
-    """The integer the answer wrote, ``n`` in ``[n]``."""
+    marker: int = Field(ge=0)
+    """The integer the answer wrote, ``n`` in ``[n]`` (0 only under ``index_base=0``)."""
 
     doc_id: str
     """The cited source's document identity."""
@@ -104,6 +104,44 @@ class Citation(BaseModel):
         return self
 
 
+UnrecognizedKind = Literal[
+    "range",
+    "semicolon_list",
+    "spaced",
+    "word_prefixed",
+    "prose_reference",
+    "footnote",
+    "fullwidth_bracket",
+    "non_ascii_digits",
+    "superscript",
+    "displays_as_marker",
+    "autolink",
+    "openai_private_use",
+    "openai_file_citation",
+    "openai_content_reference",
+    "gemini_cite",
+]
+"""What kind of citation-like text an `UnrecognizedToken` is (see docs/markers.md)."""
+
+
+class UnrecognizedToken(BaseModel):
+    """Citation-shaped text that is not a marker group: reported, never cited, never dropped."""
+
+    model_config = _CONFIG
+
+    kind: UnrecognizedKind
+    """What it looks like: ``range`` for ``[1-3]``, ``footnote`` for ``[^1]``, ..."""
+
+    start: int = Field(ge=0)
+    """Offset of its first character in the answer."""
+
+    end: int = Field(ge=0)
+    """Offset one past its last character."""
+
+    text: str
+    """The token as the answer wrote it (``answer[start:end]``); data, never a message."""
+
+
 class CitedAnswer(BaseModel):
     """An answer as the model wrote it, with the citations its markers resolve to.
 
@@ -121,6 +159,11 @@ class CitedAnswer(BaseModel):
 
     citations: tuple[Citation, ...] = ()
     """The distinct citations, in the order their markers first appear."""
+
+    unrecognized: tuple[UnrecognizedToken, ...] = ()
+    """Citation-like text that is not a marker under the grammar (``[1-3]``, ``[^1]``,
+    ``【1】``, a provider's leaked marker...), in order. None of it cites, and none of
+    it is removed from `text`; see `citemark.find_unrecognized`."""
 
 
 def _check_span(start: int | None, end: int | None, length: int) -> None:

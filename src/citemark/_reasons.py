@@ -35,6 +35,8 @@ _SCORER: Final = {
     "judge_score_contradicts_verdicts": "the judge's score contradicts its own verdicts",
     "occurrence_tagging_failed": "the response could not be tagged for the judge",
     "scoring_error": "scoring this row raised an error",
+    "unverifiable_sources_only": "every resolved citation names a source with no text or only "
+    "a URL, which cannot be graded",
 }
 
 # What an adapter meets before the scorer runs: no answer where one was expected,

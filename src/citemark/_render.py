@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from citemark._syntax import (
     DEFAULT_INDEX_BASE,
     NUMBERED_HEADER_PATTERN,
+    check_index_base,
     citing_rules,
     source_header,
 )
@@ -80,11 +81,15 @@ def sanitize_text(text: str) -> str:
     return _CONTROL.sub("", _SEPARATORS.sub("\n", text.replace("\r\n", "\n")))
 
 
-def render_sources(sources: Sequence[Source]) -> str:
+def render_sources(sources: Sequence[Source], *, index_base: int = DEFAULT_INDEX_BASE) -> str:
     r"""Write the numbered source list the model sees.
 
     Entry ``i`` is ``[i] `` followed by the sanitized content, each further content
-    line indented by four spaces; entries are separated by a blank line.
+    line indented by four spaces; entries are separated by a blank line. Entries are
+    numbered from ``index_base`` (1 by default, or 0: ``[0]`` is then the first).
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1.
 
     Example:
         ```python
@@ -100,7 +105,7 @@ def render_sources(sources: Sequence[Source]) -> str:
     """
     return "\n\n".join(
         f"{source_header(number)} {indent_block(source.text)}"
-        for number, source in enumerate(sources, start=DEFAULT_INDEX_BASE)
+        for number, source in enumerate(sources, start=check_index_base(index_base))
     )
 
 

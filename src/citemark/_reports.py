@@ -180,6 +180,29 @@ class CheckSummary(BaseModel):
     """Marker occurrences over all rows, by class: ``resolved``, ``fabricated``,
     ``ambiguous`` and ``ignored``."""
 
+    citations_all_resolve: int = 0
+    """Rows in which every citation resolves to a source it was given: no fabricated
+    and no ambiguous marker (rows citing nothing included; see the next field). A
+    deterministic fact, whatever a judge thinks."""
+
+    citations_all_resolve_none_cited: int = 0
+    """Of those, the rows that cite nothing at all (abstentions, or uncited answers)."""
+
+    violations: dict[str, int] = Field(default_factory=dict)
+    """Rows with each deterministic violation, by code (a row may have several)."""
+
+    rows_with_unrecognized: int = 0
+    """Rows holding citation-like text that is not a marker (``[1-3]``, ``[^1]``...)."""
+
+    unrecognized: dict[str, int] = Field(default_factory=dict)
+    """Unrecognized citation-like tokens over all rows, by kind."""
+
+    rows_with_unverifiable_sources: int = 0
+    """Rows given at least one source with no text or only a URL (never graded)."""
+
+    possible_zero_based_numbering: int = 0
+    """Rows checked 1-based that cite ``[0]`` and would be in range numbered from 0."""
+
     files: dict[str, Sha256] = Field(default_factory=dict)
     """The files written beside the report (e.g. ``rows.jsonl``, ``report.html``),
     each with the SHA-256 of its bytes, so a reader can tell they belong together."""

@@ -1,42 +1,72 @@
 """Resolution: turn an answer's markers into citations built from the sources.
 
-Marker ``[n]`` resolves to ``sources[n - 1]`` and nothing else. Every marker must
-lie in ``1..N``; the first one that does not rejects the whole answer. There is no
-repair, no clamping and no dropping of the offending marker: an answer that cites
-something it was not given is not an answer citemark can vouch for.
+Marker ``[n]`` resolves to ``sources[n - 1]`` and nothing else (``sources[n]`` when
+the caller numbers from 0 with ``index_base=0``; never guessed). Every marker must lie
+in ``1..N`` (``0..N-1``); the first one that does not rejects the whole answer. There
+is no repair, no clamping and no dropping of the offending marker: an answer that
+cites something it was not given is not an answer citemark can vouch for.
+
+Citation-like text that is not a marker (``[1-3]``, ``[^1]``, ``【1】``...) is found by
+``citemark._nearmiss`` and returned in `CitedAnswer.unrecognized`; it cites nothing and
+stays in the text. ``strict=True`` rejects it instead; ``allow_ranges=True`` reads a
+simple range ``[1-3]`` as the markers it spans, bounded by the source count.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from citemark._errors import MarkerOutOfRangeError, NoSourcesError, SynthesisError
-from citemark._markers import group_bodies, marker_number
-from citemark._models import Citation, CitedAnswer, Source
+from citemark._errors import (
+    MarkerOutOfRangeError,
+    NoSourcesError,
+    SynthesisError,
+    UnrecognizedCitationError,
+)
+from citemark._markers import group_bodies, marker_number, parse_markers
+from citemark._models import Citation, CitedAnswer, Source, UnrecognizedToken
+from citemark._nearmiss import find_unrecognized, may_hold_unrecognized, parse_range
 from citemark._render import is_blank
+from citemark._syntax import DEFAULT_INDEX_BASE, check_index_base
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from citemark._markers import MarkerOccurrence
 
 __all__ = ["citation_for", "resolve"]
 
 _SHORT = 19  # digit strings this short convert with plain int(), no size guard needed
 _MAX_TABLES = 64
-_ANSWER_FIELDS = frozenset({"text", "citations"})
+_ANSWER_FIELDS = frozenset({"text", "citations", "unrecognized"})
 _TABLES: dict[tuple[int, ...], tuple[tuple[Source, ...], dict[str, Citation]]] = {}
 
 
-def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
+def resolve(
+    text: str,
+    sources: Sequence[Source],
+    *,
+    index_base: int = DEFAULT_INDEX_BASE,
+    strict: bool = False,
+    allow_ranges: bool = False,
+) -> CitedAnswer:
     """Resolve every marker in ``text`` against ``sources``.
 
     Args:
         text: The answer as the model wrote it.
         sources: The numbered sources the model was shown; ``[1]`` is
             ``sources[0]``.
+        index_base: The number of the first source: 1 (the default) or 0, for a
+            pipeline that numbered its sources from 0 (``[0]`` is then
+            ``sources[0]``).
+        strict: Reject citation-like text that is not a marker
+            (`UnrecognizedCitationError`) instead of reporting it.
+        allow_ranges: Read a range ``[1-3]`` (or with an en dash) as ``[1, 2, 3]``. A range
+            reaching outside the sources is out of range, like any marker.
 
     Returns:
         The answer with its citations, deduplicated in first-mention order. An
-        answer without markers resolves to ``citations == ()``, an abstention.
+        answer without markers resolves to ``citations == ()``, an abstention;
+        ``unrecognized`` lists the citation-like text that is not a marker.
 
     Raises:
         NoSourcesError: ``sources`` is empty, whether or not ``text`` has markers.
@@ -44,6 +74,9 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
             not an empty reply.
         MarkerOutOfRangeError: a marker lies outside ``1..len(sources)``; the first
             such marker in the text is reported.
+        UnrecognizedCitationError: ``strict`` is set and the text holds
+            citation-like text that is not a marker (the first is named).
+        ValueError: ``index_base`` is not 0 or 1.
 
     Example:
         ```python
@@ -55,18 +88,31 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
         #> [(2, 'm'), (1, 'a')]
         ```
     """
+    base = check_index_base(index_base)
     count = len(sources)
     if count == 0:
         raise NoSourcesError
     if is_blank(text):
         msg = "the answer is blank: a blank completion is not an abstention"
         raise SynthesisError(msg)
+    bodies = group_bodies(text)
+    unrecognized = (
+        find_unrecognized(text)
+        if type(text) is str and may_hold_unrecognized(text, len(bodies))
+        else ()
+    )
+    if allow_ranges and any(token.kind == "range" for token in unrecognized):
+        return _resolve_with_ranges(text, sources, base, unrecognized, strict=strict)
+    if strict and unrecognized:
+        raise UnrecognizedCitationError(unrecognized[0].kind, unrecognized[0].start)
+    if base != 1:
+        return _slow(text, sources, base, parse_markers(text), (), unrecognized)
     table = _citation_table(sources)
     cited: dict[int, Citation] = {}
     # Distinct group bodies first: answers repeat the same few markers, and this
     # loop is the hot path of every check (see bench/markers.py). A body such as
     # "3" is one dict lookup; lists, leading zeros and bad numbers take the long way.
-    for body in dict.fromkeys(group_bodies(text)):
+    for body in dict.fromkeys(bodies):
         citation = table.get(body)
         if citation is not None:
             cited.setdefault(citation.marker, citation)
@@ -80,10 +126,68 @@ def resolve(text: str, sources: Sequence[Source]) -> CitedAnswer:
                 if not 0 < number <= count:
                     raise MarkerOutOfRangeError(number, count)
                 cited[number] = citation_for(sources[number - 1], number)
-    return _answer(text, tuple(cited.values()))
+    return _answer(text, tuple(cited.values()), unrecognized)
 
 
-def _answer(text: str, citations: tuple[Citation, ...]) -> CitedAnswer:
+def _resolve_with_ranges(
+    text: str,
+    sources: Sequence[Source],
+    base: int,
+    unrecognized: tuple[UnrecognizedToken, ...],
+    *,
+    strict: bool,
+) -> CitedAnswer:
+    """Resolve with simple ranges read as the markers they span, bounded by the count."""
+    ranges: list[tuple[int, int, int]] = []
+    rest: list[UnrecognizedToken] = []
+    for token in unrecognized:
+        bounds = parse_range(token.text) if token.kind == "range" else None
+        if bounds is None:
+            rest.append(token)
+        else:
+            ranges.append((token.start, *bounds))
+    if strict and rest:
+        raise UnrecognizedCitationError(rest[0].kind, rest[0].start)
+    return _slow(text, sources, base, parse_markers(text), ranges, tuple(rest))
+
+
+def _slow(  # noqa: PLR0913, PLR0917 - the row's parts
+    text: str,
+    sources: Sequence[Source],
+    base: int,
+    markers: Sequence[MarkerOccurrence],
+    ranges: Sequence[tuple[int, int, int]],
+    unrecognized: tuple[UnrecognizedToken, ...],
+) -> CitedAnswer:
+    """Resolve marker by marker, in text order: any base, and ranges.
+
+    A range is checked at its ends before it is expanded, so ``[1-99999999]`` costs
+    two comparisons, and a range longer than the source list is out of range.
+    """
+    count = len(sources)
+    last = count - 1 + base
+    events: list[tuple[int, tuple[int, ...]]] = [(occ.start, (occ.number,)) for occ in markers]
+    for at, low, high in ranges:
+        if not base <= low <= last:
+            raise MarkerOutOfRangeError(low, count, base)
+        if not low <= high <= last:
+            raise MarkerOutOfRangeError(high, count, base)
+        events.append((at, tuple(range(low, high + 1))))
+    events.sort(key=lambda event: event[0])
+    cited: dict[int, Citation] = {}
+    for _, numbers in events:
+        for number in numbers:
+            if number in cited:
+                continue
+            if not base <= number <= last:
+                raise MarkerOutOfRangeError(number, count, base)
+            cited[number] = citation_for(sources[number - base], number)
+    return _answer(text, tuple(cited.values()), unrecognized)
+
+
+def _answer(
+    text: str, citations: tuple[Citation, ...], unrecognized: tuple[UnrecognizedToken, ...] = ()
+) -> CitedAnswer:
     """Build the result without re-validating what resolve itself just built.
 
     ``citations`` come from validated sources through `citation_for`; revalidating
@@ -93,7 +197,8 @@ def _answer(text: str, citations: tuple[Citation, ...]) -> CitedAnswer:
     if type(text) is not str:
         return CitedAnswer(text=text, citations=citations)  # let pydantic coerce or refuse
     answer = CitedAnswer.__new__(CitedAnswer)
-    object.__setattr__(answer, "__dict__", {"text": text, "citations": citations})
+    fields = {"text": text, "citations": citations, "unrecognized": unrecognized}
+    object.__setattr__(answer, "__dict__", fields)
     object.__setattr__(answer, "__pydantic_fields_set__", _ANSWER_FIELDS)
     object.__setattr__(answer, "__pydantic_extra__", None)
     object.__setattr__(answer, "__pydantic_private__", None)

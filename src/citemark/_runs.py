@@ -2,7 +2,9 @@
 
 A row is a JSON object with ``answer`` (a string), either ``sources`` (a list of
 `citemark.Source` objects) or ``context`` (a labelled context string), and optionally
-``question`` (a string) and ``id`` (a string or an integer); other keys are ignored,
+``question`` (a string), ``id`` (a string or an integer) and ``index_base`` (0 or 1:
+the number of the row's first source, which wins over ``check --index-base``); other
+keys are ignored,
 so a pipeline's own fields can stay in its export. A line that is not such a row is
 *malformed*, and `parse_row` says why in structural terms: ``not valid JSON``,
 ``answer must be a string``, ``source 2 does not fit the Source schema: end
@@ -50,6 +52,8 @@ class CheckRow(NamedTuple):
     """The answer as the pipeline wrote it."""
     sources: tuple[Source, ...] | str
     """The sources the answer cites as ``[n]``, or a labelled context string."""
+    index_base: int | None = None
+    """The row's own numbering base (0 or 1), or None to use the check's."""
 
 
 def parse_row(line: int, raw: bytes) -> CheckRow | MalformedLine | None:
@@ -106,6 +110,12 @@ def _row(line: int, value: object) -> CheckRow:
             msg = "id must be a string or an integer"
             raise _MalformedError(msg)
         row_id = str(row_id)
+    index_base = value.get("index_base")
+    if index_base is not None and (
+        isinstance(index_base, bool) or not isinstance(index_base, int) or index_base not in (0, 1)
+    ):
+        msg = "index_base must be 0 or 1"
+        raise _MalformedError(msg)
     has_sources, has_context = "sources" in value, "context" in value
     if has_sources and has_context:
         msg = "both sources and context are given; a row has one of them"
@@ -115,11 +125,11 @@ def _row(line: int, value: object) -> CheckRow:
         if not isinstance(context, str):
             msg = "context must be a string"
             raise _MalformedError(msg)
-        return CheckRow(line, row_id, question, answer, context)
+        return CheckRow(line, row_id, question, answer, context, index_base)
     if not has_sources:
         msg = "neither sources nor context is given"
         raise _MalformedError(msg)
-    return CheckRow(line, row_id, question, answer, _sources(value["sources"]))
+    return CheckRow(line, row_id, question, answer, _sources(value["sources"]), index_base)
 
 
 def _sources(value: object) -> tuple[Source, ...]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from citemark._errors import MarkerOutOfRangeError, NoSourcesError
 from citemark._markers import marker_number, masked_spans
 from citemark._resolve import resolve
-from citemark._syntax import GROUP_PATTERN
+from citemark._syntax import DEFAULT_INDEX_BASE, GROUP_PATTERN, check_index_base
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -58,12 +58,28 @@ class StreamingResolver:
         ```
     """
 
-    def __init__(self, sources: Sequence[Source]) -> None:
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        *,
+        index_base: int = DEFAULT_INDEX_BASE,
+        strict: bool = False,
+        allow_ranges: bool = False,
+    ) -> None:
         """Start a stream over ``sources``.
+
+        ``index_base``, ``strict`` and ``allow_ranges`` mean what they mean for
+        `citemark.resolve`. Citation-like text that is not a marker may arrive split
+        over any number of chunks: it is found on the whole text by `finish`, which
+        reports it (or, with ``strict``, rejects it) exactly as `resolve` does.
 
         Raises:
             NoSourcesError: ``sources`` is empty (before any text arrives).
+            ValueError: ``index_base`` is not 0 or 1.
         """
+        self._base = check_index_base(index_base)
+        self._strict = strict
+        self._allow_ranges = allow_ranges
         if not sources:
             raise NoSourcesError
         self._sources = tuple(sources)
@@ -102,14 +118,21 @@ class StreamingResolver:
             SynthesisError: the text is blank, or a marker is out of range
                 (`MarkerOutOfRangeError`).
         """
-        return resolve(self.text, self._sources)
+        return resolve(
+            self.text,
+            self._sources,
+            index_base=self._base,
+            strict=self._strict,
+            allow_ranges=self._allow_ranges,
+        )
 
     def _find_groups(self) -> None:
         count = len(self._sources)
+        base = self._base
         for group in GROUP_PATTERN.finditer(self._tail):
             for digits in group.group(1).split(","):
                 number = marker_number(digits.strip(" "))
-                if not 0 < number <= count:
+                if not base <= number < count + base:
                     self._waiting.append((self._tail_at + group.start(), number))
                     break
         # Those groups are examined; only an unclosed "[" after them may continue.
@@ -142,7 +165,7 @@ class StreamingResolver:
             if _could_still_change(text, start):
                 still_waiting.append((start, number))
                 continue
-            raise MarkerOutOfRangeError(number, len(self._sources))
+            raise MarkerOutOfRangeError(number, len(self._sources), self._base)
         self._waiting = still_waiting
 
 

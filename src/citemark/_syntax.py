@@ -25,9 +25,11 @@ __all__ = [
     "DEFAULT_INDEX_BASE",
     "DEFAULT_LABEL_PATTERN",
     "GROUP_PATTERN",
+    "INDEX_BASES",
     "INT_PATTERN",
     "NUMBERED_HEADER_PATTERN",
     "PLACEHOLDER",
+    "check_index_base",
     "citing_rules",
     "no_invention_rule",
     "source_header",
@@ -56,6 +58,23 @@ NUMBERED_HEADER_PATTERN: Final = re.compile(
 
 DEFAULT_INDEX_BASE: Final = 1
 """The number of the first source: marker ``[n]`` names ``sources[n - 1]``."""
+
+INDEX_BASES: Final = (0, 1)
+"""The numbering bases a caller may choose: 1 (the default) or 0, for pipelines that
+number their sources from 0 (marker ``[n]`` then names ``sources[n]``). Never guessed."""
+
+
+def check_index_base(value: object) -> int:
+    """Return ``value`` if it is a numbering base (0 or 1, an int that is not a bool).
+
+    Raises:
+        ValueError: it is anything else.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value not in INDEX_BASES:
+        msg = "index_base must be 0 or 1"
+        raise ValueError(msg)
+    return value
+
 
 PLACEHOLDER: Final = "[N]"
 """What instructions write where a real marker would go, so that every real ``[i]`` in

@@ -80,6 +80,12 @@ class CitationOutputParser(BaseOutputParser[CitedAnswer]):
     reader: Any = None
     """Optional `citemark.DocumentReader` used to recover missing offsets."""
 
+    index_base: int = 1
+    """The number the prompt gave the first document: 1, or 0 for prompts numbered from 0."""
+
+    strict: bool = False
+    """Reject citation-like text that is not a marker (`citemark.UnrecognizedCitationError`)."""
+
     @property
     def _type(self) -> str:
         return "citemark_citation_output_parser"
@@ -95,7 +101,9 @@ class CitationOutputParser(BaseOutputParser[CitedAnswer]):
 
     def parse(self, text: str) -> CitedAnswer:
         """Resolve ``text`` against the bound documents."""
-        return resolve(text, self._sources(self.documents))
+        return resolve(
+            text, self._sources(self.documents), index_base=self.index_base, strict=self.strict
+        )
 
     def invoke(
         self,
@@ -171,13 +179,20 @@ class CitationOutputParser(BaseOutputParser[CitedAnswer]):
         if not isinstance(answer, str):
             msg = f"the input dict must hold the answer text under {self.answer_key!r}"
             raise TypeError(msg)
-        return resolve(answer, self._sources(input.get(self.documents_key)))
+        return resolve(
+            answer,
+            self._sources(input.get(self.documents_key)),
+            index_base=self.index_base,
+            strict=self.strict,
+        )
 
     async def _aparse_mapping(self, input: Mapping[str, Any]) -> CitedAnswer:
         return self._parse_mapping(input)
 
     def _transform(self, chunks: Iterator[str | BaseMessage]) -> Iterator[CitedAnswer]:
-        resolver = StreamingResolver(self._sources(self.documents))
+        resolver = StreamingResolver(
+            self._sources(self.documents), index_base=self.index_base, strict=self.strict
+        )
         for chunk in chunks:
             resolver.feed(chunk.text if isinstance(chunk, BaseMessage) else chunk)
         yield resolver.finish()
@@ -185,7 +200,9 @@ class CitationOutputParser(BaseOutputParser[CitedAnswer]):
     async def _atransform(
         self, chunks: AsyncIterator[str | BaseMessage]
     ) -> AsyncIterator[CitedAnswer]:
-        resolver = StreamingResolver(self._sources(self.documents))
+        resolver = StreamingResolver(
+            self._sources(self.documents), index_base=self.index_base, strict=self.strict
+        )
         async for chunk in chunks:
             resolver.feed(chunk.text if isinstance(chunk, BaseMessage) else chunk)
         yield resolver.finish()

@@ -161,6 +161,18 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
             f'<p class="coverage">{coverage.cited_sentences} of '
             f"{coverage.sentences} sentences carry a resolved citation</p>"
         )
+    if findings.unverifiable_sources:
+        listed = ", ".join(_e(label) for label in findings.unverifiable_sources)
+        parts.append(
+            f'<p class="unverifiable">Unverifiable sources (no text, or only a URL; '
+            f"never graded): {listed}</p>"
+        )
+    if findings.unrecognized:
+        kinds = ", ".join(sorted({_e(t.kind) for t in findings.unrecognized}))
+        parts.append(
+            f'<p class="unrecognized">{len(findings.unrecognized)} citation-like tokens '
+            f"that are not markers: {kinds}</p>"
+        )
     if issues:
         shown = "".join(issues[:_MAX_ISSUES])
         more = len(issues) - _MAX_ISSUES

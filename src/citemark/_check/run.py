@@ -226,7 +226,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     results = (
         runner.run(
             scorer.score_many(
-                (ScoreRow(row.answer, row.sources, row.question) for row in rows),
+                (ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in rows),
                 concurrency=concurrency,
                 on_scored=ticker.tick,
             )
@@ -299,6 +299,13 @@ class _Tally:
         self.judge_truncated = 0
         self.judge_failures: dict[str, int] = {}
         self.judge_codes: dict[str, int] = {}
+        self.with_unrecognized = 0
+        self.unrecognized_kinds: dict[str, int] = {}
+        self.zero_based = 0
+        self.all_resolve = 0
+        self.unverifiable = 0
+        self.cite_nothing = 0
+        self.violations: dict[str, int] = {}
 
     def add_scores(self, scores: list[CitationScore]) -> None:
         # coverage_report is the scorer's own count; summing its chunk reports keeps
@@ -315,6 +322,26 @@ class _Tally:
             self.citations[kind] = self.citations.get(kind, 0) + value
         self.deterministic += sum(1 for score in scores if score.is_violation)
         for score in scores:
+            findings = score.findings
+            classified = findings.sentence_coverage is not None  # None: not scored at all
+            if (
+                classified
+                and not findings.fabricated_citations
+                and not findings.ambiguous_citations
+            ):
+                self.all_resolve += 1
+                self.cite_nothing += not findings.resolved_citations
+            for code in findings.deterministic_failures:
+                self.violations[code] = self.violations.get(code, 0) + 1
+            if findings.unrecognized:
+                self.with_unrecognized += 1
+                for token in findings.unrecognized:
+                    kinds = self.unrecognized_kinds
+                    kinds[token.kind] = kinds.get(token.kind, 0) + 1
+            if findings.unverifiable_sources:
+                self.unverifiable += 1
+            if findings.possible_zero_based_numbering:
+                self.zero_based += 1
             self._add_judge(score)
 
     def _add_judge(self, score: CitationScore) -> None:
@@ -350,6 +377,15 @@ class _Tally:
             judge_failures=_by_count(self.judge_failures),
             judge_provider_codes=_by_count(self.judge_codes),
             judge_replies_truncated=self.judge_truncated,
+            rows_with_unrecognized=self.with_unrecognized,
+            unrecognized=dict(
+                sorted(self.unrecognized_kinds.items(), key=lambda item: (-item[1], item[0]))
+            ),
+            possible_zero_based_numbering=self.zero_based,
+            citations_all_resolve=self.all_resolve,
+            rows_with_unverifiable_sources=self.unverifiable,
+            citations_all_resolve_none_cited=self.cite_nothing,
+            violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
         )
 
 

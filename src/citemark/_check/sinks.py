@@ -121,6 +121,7 @@ def row_record(row: CheckedRow, *, details: bool = True) -> dict[str, Any]:
         "score": score.score,
         "reason": score.reason,
         "explanation": score.explanation,
+        "unrecognized": [token.model_dump(mode="json") for token in score.findings.unrecognized],
     }
     if details:
         record["details"] = score.details

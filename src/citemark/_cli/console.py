@@ -104,6 +104,19 @@ def print_check(result: CheckResult, runs: Path) -> None:
         sys.stderr.write(f"citemark: warning: {more} more malformed lines (see rows.jsonl)\n")
     console = Console(highlight=False)
     console.print(Text(f"citemark check: {summary.rows} rows of {runs}", style="bold"))
+    cited = summary.citations_all_resolve - summary.citations_all_resolve_none_cited
+    console.print(
+        Text(
+            f"every citation resolves: {summary.citations_all_resolve} of {summary.rows} rows "
+            f"({cited} citing, {summary.citations_all_resolve_none_cited} citing nothing)",
+            style="bold",
+        )
+    )
+    if summary.violations:
+        kinds = ", ".join(f"{count} {code}" for code, count in summary.violations.items())
+        console.print(Text(f"rows with deterministic violations: {kinds}"))
+    else:
+        console.print(Text("rows with deterministic violations: none"))
     table = Table()
     table.add_column("outcome")
     table.add_column("rows", justify="right")
@@ -118,6 +131,28 @@ def print_check(result: CheckResult, runs: Path) -> None:
     _print_judge_calls(console, summary)
     citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
     console.print(Text(f"citations: {citations}"))
+    if summary.rows_with_unrecognized:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in summary.unrecognized.items())
+        console.print(
+            Text(
+                f"citation-like text that is not a marker: {summary.rows_with_unrecognized} "
+                f"rows ({kinds}); see rows.jsonl 'unrecognized'"
+            )
+        )
+    if summary.rows_with_unverifiable_sources:
+        console.print(
+            Text(
+                f"unverifiable sources (no text, or only a URL): "
+                f"{summary.rows_with_unverifiable_sources} rows; their citations are not graded"
+            )
+        )
+    if summary.possible_zero_based_numbering:
+        console.print(
+            Text(
+                f"possible 0-based numbering: {summary.possible_zero_based_numbering} rows cite "
+                "[0] and would be in range numbered from 0 (try --index-base 0)"
+            )
+        )
     judge = summary.judge
     console.print(
         Text(

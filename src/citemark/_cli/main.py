@@ -227,6 +227,20 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="how an answer cites a label: a regex with the label (or comma-separated labels) "
         "in group 1 or group 'label' (default: [label] or [label, label])",
     )
+    check.add_argument(
+        "--index-base",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        help="the number of the first source: 1 (default) or 0 for pipelines that number "
+        "from 0; a row's own index_base field wins",
+    )
+    check.add_argument(
+        "--strict-markers",
+        action="store_true",
+        help="fail rows holding citation-like text that is not a marker ([1-3], [^1], ...) "
+        "instead of only reporting it",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=_check)
 
@@ -553,6 +567,8 @@ def _check(args: argparse.Namespace) -> int:
         label_pattern=label_pattern,
         citation_pattern=citation_pattern,
         judge_violations=args.judge_violations,
+        index_base=args.index_base,
+        strict_markers=args.strict_markers,
     )
     config: dict[str, Any] = {
         "command": "check",
@@ -570,6 +586,8 @@ def _check(args: argparse.Namespace) -> int:
         "citation_pattern": citation_pattern.pattern,
         "judge_violations": args.judge_violations,
         **(_generation(args).config() if judge is not None else {}),
+        "index_base": args.index_base,
+        "strict_markers": args.strict_markers,
     }
     with CheckProgress(enabled=sys.stderr.isatty() and not args.quiet) as progress:
         try:

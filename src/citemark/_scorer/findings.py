@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+from citemark._models import UnrecognizedToken
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -38,7 +40,12 @@ __all__ = [
 MarkerClass = Literal["resolved", "fabricated", "ambiguous", "ignored"]
 """The class the scorer gives a marker occurrence."""
 
-ViolationCode = Literal["fabricated_citation", "sentence_coverage_below_minimum", "span_mismatch"]
+ViolationCode = Literal[
+    "fabricated_citation",
+    "sentence_coverage_below_minimum",
+    "span_mismatch",
+    "unrecognized_citation",
+]
 """A deterministic violation: a finding made in code that fails a row."""
 
 
@@ -166,6 +173,20 @@ class ScoreFindings(_Finding):
     """Bracketed tokens that are not citations under this row's label style, in order."""
     markers_in_code: int = 0
     """Marker-shaped groups skipped inside code or link destinations."""
+    unrecognized: tuple[UnrecognizedToken, ...] = ()
+    """Citation-like text that is not a marker (``[1-3]``, ``[^1]``, ``【1】``, a leaked
+    provider marker...), with kind and offsets; it cites nothing, and fails the row
+    (``unrecognized_citation``) only in strict mode."""
+    unverifiable_sources: tuple[str, ...] = ()
+    """Labels of the sources that have no text or only a URL: a citation of one resolves,
+    but there is nothing to grade it against, so the judge is never asked about it."""
+    index_base: int | None = None
+    """The numbering base the row's integer markers were read with (0 or 1); None for a
+    labelled context."""
+    possible_zero_based_numbering: bool = False
+    """A 1-based row cites ``[0]`` and every marker would be in range numbered from 0:
+    the pipeline probably numbers from 0 (check with ``index_base=0``). The row still
+    fails; this says why it may be a numbering mismatch, never a guess acted on."""
     sentence_coverage: SentenceCoverage | None = None
     """Sentence coverage; None only for a row that could not be scored."""
     deterministic_failures: tuple[ViolationCode, ...] = ()

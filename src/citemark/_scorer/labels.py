@@ -118,6 +118,8 @@ class Classified(NamedTuple):
     """Whether there is nothing to cite: an empty source list or a blank context."""
     numbered: bool
     """Whether the blocks are a numbered source list rather than a labelled context."""
+    base: int = 1
+    """The number of the first source of a numbered list (0 or 1)."""
 
 
 def render_blocks(found: Classified, sources: Sequence[Source] | str) -> str:
@@ -128,7 +130,7 @@ def render_blocks(found: Classified, sources: Sequence[Source] | str) -> str:
     the first is indented, so no block's text can forge a header.
     """
     if found.numbered and not isinstance(sources, str):
-        return render_sources(sources)
+        return render_sources(sources, index_base=found.base)
     return "\n\n".join(
         f"{found.headers[label]} {indent_block(text)}" for label, text in found.blocks.items()
     )
@@ -163,10 +165,11 @@ def compile_pattern(pattern: str | re.Pattern[str], name: str) -> re.Pattern[str
     return compiled
 
 
-def classify_sources(response: str, sources: Sequence[Source]) -> Classified:
+def classify_sources(response: str, sources: Sequence[Source], base: int = 1) -> Classified:
     """Classify the integer markers of ``response`` against a list of sources.
 
-    Marker ``[n]`` resolves to ``sources[n - 1]``; outside ``1..N`` it is fabricated.
+    Marker ``[n]`` resolves to ``sources[n - base]``; outside ``base..N-1+base`` it is
+    fabricated.
     A source whose text is blank is excluded (it can support nothing), so a marker
     naming it is ambiguous. Nothing is ignored: §3.2 already leaves out code, link
     destinations and non-ASCII digits.
@@ -174,7 +177,7 @@ def classify_sources(response: str, sources: Sequence[Source]) -> Classified:
     blocks: dict[str, str] = {}
     headers: dict[str, str] = {}
     excluded: list[tuple[str, Exclusion]] = []
-    for number, source in enumerate(sources, start=1):
+    for number, source in enumerate(sources, start=base):
         label = str(number)
         if source.text.strip():
             blocks[label] = source.text
@@ -194,7 +197,7 @@ def classify_sources(response: str, sources: Sequence[Source]) -> Classified:
             last_group = occ.group_start
         link_end = links.get(occ.group_end)
         tag_at = occ.group_end if link_end is None else link_end
-        if 1 <= occ.number <= count:
+        if base <= occ.number < count + base:
             label = str(occ.number)
             kind, why = (AMBIGUOUS, _EXCLUDED_LABEL) if label in blanks else (RESOLVED, None)
         else:
@@ -216,6 +219,7 @@ def classify_sources(response: str, sources: Sequence[Source]) -> Classified:
         labelled=bool(sources),
         empty=not sources,
         numbered=True,
+        base=base,
     )
 
 

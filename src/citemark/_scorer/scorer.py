@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
 from citemark._chat import ChatModel, is_truncated
-from citemark._errors import ChatError
-from citemark._models import Source
+from citemark._errors import ChatError, NoRowsError
+from citemark._models import Source, UnrecognizedToken
+from citemark._nearmiss import find_unrecognized
 from citemark._observe import observed_score
 from citemark._scorer.findings import (
     CitedMarker,
@@ -70,9 +72,9 @@ from citemark._scorer.result import (
 )
 from citemark._scorer.sentences import sentence_coverage
 from citemark._sync import run_sync
+from citemark._syntax import DEFAULT_INDEX_BASE, check_index_base
 
 if TYPE_CHECKING:
-    import re
     from types import MappingProxyType
 
 __all__ = ["CitationScore", "CitationScorer", "ScoreRow", "coverage_report"]
@@ -80,6 +82,7 @@ __all__ = ["CitationScore", "CitationScorer", "ScoreRow", "coverage_report"]
 Sources: TypeAlias = "Sequence[Source] | str"
 
 _MAX_LISTED: Final = 10
+_URL_ONLY: Final = re.compile(r"\s*+<?(?:https?|ftp)://\S++>?\s*+")
 _THIRDS: Final = 3
 
 
@@ -95,10 +98,18 @@ class ScoreRow(NamedTuple):
     question: str = ""
     """The question the answer responds to; may be empty."""
 
+    index_base: int | None = None
+    """This row's numbering base (0 or 1), or None for the scorer's own."""
+
 
 RowLike: TypeAlias = (
     "ScoreRow | tuple[str, Sequence[Source] | str] | tuple[str, Sequence[Source] | str, str]"
+    " | Mapping[str, Any]"
 )
+
+
+class _RowShapeError(TypeError):
+    """A row of a shape the scorer cannot read; the message names fields, never values."""
 
 
 class CitationScorer:
@@ -137,6 +148,12 @@ class CitationScorer:
             such a row's outcome; it is only recorded for audit. With False the call
             is saved and the row's findings say ``judge_skipped``. ``citemark check``
             defaults to False (``--judge-violations`` turns it on).
+
+        index_base: The number of the first source of a source list: 1 (the
+            default) or 0; a row may override it (`score`'s ``index_base``).
+
+        strict_markers: Fail a row (``unrecognized_citation``) that holds
+            citation-like text that is not a marker, instead of only reporting it.
 
     Raises:
         TypeError: ``judge`` is not a `ChatModel`, or a pattern is not a string or a
@@ -178,6 +195,8 @@ class CitationScorer:
         citation_pattern: str | re.Pattern[str] = DEFAULT_CITATION_PATTERN,
         min_sentence_coverage: float | None = None,
         judge_violations: bool = True,
+        index_base: int = DEFAULT_INDEX_BASE,
+        strict_markers: bool = False,
     ) -> None:
         if judge is not None and not isinstance(judge, ChatModel):
             msg = "judge must be a citemark.ChatModel or None"
@@ -197,6 +216,8 @@ class CitationScorer:
             if min_sentence_coverage is None
             else _unit_interval(min_sentence_coverage, "min_sentence_coverage")
         )
+        self._index_base = check_index_base(index_base)
+        self._strict = bool(strict_markers)
         self._label_pattern = compile_pattern(label_pattern, "label_pattern")
         self._citation_pattern = compile_pattern(citation_pattern, "citation_pattern")
         self._judge_violations = bool(judge_violations)
@@ -221,6 +242,15 @@ class CitationScorer:
         """Whether rows that already failed in code are still sent to the judge."""
         return self._judge_violations
 
+    def index_base(self) -> int:
+        """The number of the first source, unless a row says otherwise."""
+        return self._index_base
+
+    @property
+    def strict_markers(self) -> bool:
+        """Whether citation-like text that is not a marker fails a row."""
+        return self._strict
+
     @property
     def label_pattern(self) -> re.Pattern[str]:
         """The compiled label pattern."""
@@ -237,7 +267,14 @@ class CitationScorer:
         return SCORER_PROMPT_SHA256
 
     @observed_score
-    async def score(self, response: str, sources: Sources, question: str = "") -> CitationScore:
+    async def score(
+        self,
+        response: str,
+        sources: Sources,
+        question: str = "",
+        *,
+        index_base: int | None = None,
+    ) -> CitationScore:
         """Score one response: classify its citations, then ask the judge once if it can.
 
         Args:
@@ -248,6 +285,8 @@ class CitationScorer:
 
             question: The question the answer responds to, shown to the judge.
 
+            index_base: This row's numbering base (0 or 1); None for the scorer's.
+
         Returns:
             The score. A failed judge call (`ChatError`) is an un-assessed row with
             reason ``judge_call_failed``, not an exception.
@@ -255,12 +294,16 @@ class CitationScorer:
         Raises:
             TypeError: ``response`` or ``question`` is not a string, or ``sources``
                 is neither a string nor a sequence of `Source`.
+            ValueError: ``index_base`` is not 0, 1 or None.
         """
-        found = self._classify(response, sources, question)
+        base = self._index_base if index_base is None else check_index_base(index_base)
+        found = self._classify(response, sources, question, base)
         findings, failures = self._findings(found, response, sources)
         if found.empty:
             return unassessed("empty_context", findings)
-        resolved = [occ for occ in found.occurrences if occ.kind == RESOLVED]
+        unverifiable = set(findings.unverifiable_sources)
+        cited = [occ for occ in found.occurrences if occ.kind == RESOLVED]
+        resolved = [occ for occ in cited if occ.label not in unverifiable]
         if not failures:
             ambiguous = len(findings.ambiguous_citations)
             if ambiguous:
@@ -270,6 +313,8 @@ class CitationScorer:
                     findings,
                     f"{ambiguous} {noun} could not be resolved to exactly one block",
                 )
+            if cited and not resolved:
+                return unassessed("unverifiable_sources_only", findings)
             if not resolved:
                 unstructured = found.labelled and not found.accusable and findings.ignored_markers
                 code = "unsupported_label_style" if unstructured else "no_resolved_citations"
@@ -291,7 +336,14 @@ class CitationScorer:
             findings=findings,
         )
 
-    def score_sync(self, response: str, sources: Sources, question: str = "") -> CitationScore:
+    def score_sync(
+        self,
+        response: str,
+        sources: Sources,
+        question: str = "",
+        *,
+        index_base: int | None = None,
+    ) -> CitationScore:
         """Run `score` to completion with `asyncio.run`, for code without an event loop.
 
         Args:
@@ -300,6 +352,8 @@ class CitationScorer:
             sources: A list of `Source`, or a labelled context string.
 
             question: The question the answer responds to.
+
+            index_base: This row's numbering base, or None for the scorer's.
 
         Returns:
             The score.
@@ -310,7 +364,7 @@ class CitationScorer:
         # run_sync keeps the result out of the main task: Python 3.11's asyncio.run
         # reprs that task, and the repr of a score whose details list a hundred
         # thousand markers takes longer than scoring.
-        return run_sync(lambda: self.score(response, sources, question))
+        return run_sync(lambda: self.score(response, sources, question, index_base=index_base))
 
     async def score_many(
         self,
@@ -328,8 +382,12 @@ class CitationScorer:
         exception raised by ``rows`` itself is raised once the rows in flight finish.
 
         Args:
-            rows: `ScoreRow` values, or ``(response, sources)`` or ``(response,
-                sources, question)`` tuples.
+            rows: `ScoreRow` values, ``(response, sources)`` or ``(response,
+                sources, question)`` tuples, or mappings as users write rows:
+                ``{"response" | "answer": ..., "sources" | "context": ...,
+                "question": ...}`` (and optionally ``"index_base"``). A row of an
+                unknown shape is a ``scoring_error`` whose explanation names the
+                missing field.
 
             concurrency: How many rows are scored at once; at least 1.
 
@@ -341,6 +399,8 @@ class CitationScorer:
 
         Raises:
             ValueError: ``concurrency`` is not a positive integer.
+            NoRowsError: ``rows`` is not empty and not one row has a usable shape;
+                a column of ``scoring_error`` would hide a caller's mistake.
         """
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             msg = "concurrency must be a positive integer"
@@ -348,6 +408,7 @@ class CitationScorer:
         results: dict[int, CitationScore] = {}
         numbered = enumerate(rows)
         broken: list[Exception] = []
+        shape_errors: list[str] = []
 
         async def worker() -> None:
             # One shared iterator: each free worker takes the next row, so a huge
@@ -360,7 +421,7 @@ class CitationScorer:
                 except Exception as exc:  # noqa: BLE001 - re-raised once the others finish
                     broken.append(exc)
                     return
-                results[index] = await self._score_row(row)
+                results[index] = await self._score_row(row, shape_errors)
                 if on_scored is not None:
                     on_scored()
 
@@ -369,12 +430,20 @@ class CitationScorer:
             # The iterable itself failed, not a row: there is no row to record it
             # against. It is raised after the rows in flight have finished.
             raise broken[0]
-        return [results[index] for index in range(len(results))]
+        scores = [results[index] for index in range(len(results))]
+        if scores and len(shape_errors) == len(scores):
+            msg = f"no row of the batch has a usable shape (row 1: {shape_errors[0]})"
+            raise NoRowsError(msg)
+        return scores
 
-    async def _score_row(self, row: object) -> CitationScore:
+    async def _score_row(self, row: object, shape_errors: list[str]) -> CitationScore:
         try:
-            response, sources, question = _unpack(row)
-            return await self.score(response, sources, question)
+            response, sources, question, index_base = _unpack(row)
+        except _RowShapeError as exc:
+            shape_errors.append(str(exc))
+            return unassessed("scoring_error", ScoreFindings(error=type(exc).__name__), str(exc))
+        try:
+            return await self.score(response, sources, question, index_base=index_base)
         except ChatError as exc:
             return unassessed("judge_call_failed", ScoreFindings(judge_error=_chat_error(exc)))
         except Exception as exc:  # noqa: BLE001 - one row's failure never stops the batch
@@ -382,7 +451,9 @@ class CitationScorer:
             kind = type(exc).__name__
             return unassessed("scoring_error", ScoreFindings(error=kind), kind)
 
-    def _classify(self, response: object, sources: object, question: object) -> Classified:
+    def _classify(
+        self, response: object, sources: object, question: object, base: int
+    ) -> Classified:
         if not isinstance(response, str):
             msg = "response must be a str"
             raise TypeError(msg)
@@ -398,7 +469,7 @@ class CitationScorer:
             if not isinstance(source, Source):
                 msg = f"sources must hold only Source objects (item {number} is not one)"
                 raise TypeError(msg)
-        return classify_sources(response, sources)
+        return classify_sources(response, sources, base)
 
     def _findings(
         self, found: Classified, response: str, sources: object
@@ -410,10 +481,19 @@ class CitationScorer:
         entries = _entries(found)
         coverage = sentence_coverage(response, entries.blanked, entries.cited)
         # With nothing to cite the row is un-assessed (empty_context), never failed.
+        if found.numbered:
+            unrecognized = find_unrecognized(response)
+        else:
+            spans = [(o.start, o.end) for o in found.occurrences]
+            unrecognized = find_unrecognized(response, spans)
+        zero_based = _looks_zero_based(found)
+        # With nothing to cite the row is un-assessed (empty_context), never failed.
         codes, failures = (
             ((), [])
             if found.empty
-            else self._failures(found, entries.fabricated, coverage, sources)
+            else self._failures(
+                found, entries.fabricated, coverage, sources, unrecognized, zero_based=zero_based
+            )
         )
         # Every field is set explicitly (error aside), so the dump keeps them all;
         # validated from a dict, which is cheaper than keyword arguments for a model this wide.
@@ -428,6 +508,10 @@ class CitationScorer:
                 "ambiguous_citations": tuple(entries.ambiguous),
                 "ignored_markers": tuple(entries.ignored),
                 "markers_in_code": found.in_code,
+                "unrecognized": unrecognized,
+                "unverifiable_sources": _unverifiable(found),
+                "index_base": found.base if found.numbered else None,
+                "possible_zero_based_numbering": zero_based,
                 "sentence_coverage": coverage,
                 "deterministic_failures": codes,
                 "judge": self._judge_identity,
@@ -449,12 +533,15 @@ class CitationScorer:
         )
         return findings, failures
 
-    def _failures(
+    def _failures(  # noqa: PLR0913 - the row's findings, computed once by _findings
         self,
         found: Classified,
         fabricated_entries: Sequence[CitedMarker],
         coverage: SentenceCoverage,
         sources: object,
+        unrecognized: Sequence[UnrecognizedToken],
+        *,
+        zero_based: bool,
     ) -> tuple[tuple[ViolationCode, ...], list[str]]:
         """The deterministic violations of a row, as codes and as sentences."""
         codes: list[ViolationCode] = []
@@ -477,8 +564,26 @@ class CitationScorer:
                 failures.append(
                     f"the response cites {what} outside the {given} {noun} it was given: {shown}"
                 )
+                if zero_based:
+                    failures.append(
+                        "every marker would be in range if the sources were numbered from 0: "
+                        "the pipeline may number from 0 (try index_base=0)"
+                    )
+        if self._strict and unrecognized:
+            first = unrecognized[0]
+            codes.append("unrecognized_citation")
+            many = len(unrecognized)
+            failures.append(
+                f"strict markers: the response holds {many} citation-like "
+                f"{'token' if many == 1 else 'tokens'} that {'is' if many == 1 else 'are'} "
+                f"not a marker, the first of kind {first.kind} at offset {first.start}"
+            )
+        # An honest abstention: nothing cited, nothing citation-like. Coverage is 0 by
+        # construction there, and failing it would punish the contract's own answer.
+        abstention = not found.occurrences and not unrecognized
         if (
-            self._min_coverage is not None
+            not abstention
+            and self._min_coverage is not None
             and coverage.coverage is not None
             and coverage.coverage < self._min_coverage
         ):
@@ -570,6 +675,13 @@ class CitationScorer:
         )
 
 
+def _unverifiable(found: Classified) -> tuple[str, ...]:
+    """Labels of sources with no text (excluded as empty) or whose text is only a URL."""
+    labels = [label for label, why in found.excluded if why == "empty"]
+    labels.extend(label for label, text in found.blocks.items() if _URL_ONLY.fullmatch(text))
+    return tuple(labels)
+
+
 class _Entries(NamedTuple):
     """A row's classified occurrences as findings, and what sentence coverage needs."""
 
@@ -608,6 +720,20 @@ def _entries(found: Classified) -> _Entries:
     return entries
 
 
+def _looks_zero_based(found: Classified) -> bool:
+    """A 1-based source list cited with ``[0]``, every marker in range if based at 0."""
+    if not found.numbered or found.base != 1 or not found.occurrences:
+        return False
+    count = len(found.blocks) + len(found.excluded)
+    numbers = []
+    for occ in found.occurrences:
+        digits = occ.label.lstrip("0") or "0"
+        if len(digits) > 9:  # noqa: PLR2004 - far out of range either way
+            return False
+        numbers.append(int(digits))
+    return 0 in numbers and all(0 <= n < count for n in numbers)
+
+
 def _chat_error(exc: ChatError) -> JudgeCallFailure:
     return JudgeCallFailure(
         type=type(exc).__name__,
@@ -620,13 +746,31 @@ def _chat_error(exc: ChatError) -> JudgeCallFailure:
     )
 
 
-def _unpack(row: object) -> tuple[Any, Any, Any]:
+def _unpack(row: object) -> tuple[Any, Any, Any, Any]:
+    if isinstance(row, ScoreRow):
+        return row.response, row.sources, row.question, row.index_base
+    if isinstance(row, Mapping):
+        return _unpack_mapping(row)
     if not isinstance(row, tuple) or len(row) not in (2, 3):
-        msg = "a row must be a ScoreRow or a (response, sources[, question]) tuple"
-        raise TypeError(msg)
+        msg = "a row must be a ScoreRow, a (response, sources[, question]) tuple or a mapping"
+        raise _RowShapeError(msg)
     if len(row) == 2:  # noqa: PLR2004 - the short form has no question
-        return row[0], row[1], ""
-    return row[0], row[1], row[2]
+        return row[0], row[1], "", None
+    return row[0], row[1], row[2], None
+
+
+def _unpack_mapping(row: Mapping[Any, Any]) -> tuple[Any, Any, Any, Any]:
+    """Read ``{"response"|"answer", "sources"|"context", "question"}`` as users write rows."""
+    response = next((row[key] for key in ("response", "answer") if key in row), None)
+    if response is None:
+        msg = "the row has no 'response' (or 'answer') field"
+        raise _RowShapeError(msg)
+    sources = next((row[key] for key in ("sources", "context") if key in row), None)
+    if sources is None:
+        msg = "the row has no 'sources' (or 'context') field"
+        raise _RowShapeError(msg)
+    question = row.get("question")
+    return response, sources, "" if question is None else question, row.get("index_base")
 
 
 def _listing(labels: list[str]) -> str:

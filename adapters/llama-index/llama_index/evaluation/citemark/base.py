@@ -127,6 +127,7 @@ class CitationEvaluator(BaseEvaluator):
         judge: LLM | ChatModel | None = None,
         *,
         reader: DocumentReader | None = None,
+        index_base: int = 1,
     ) -> None:
         """Create the evaluator.
 
@@ -140,10 +141,14 @@ class CitationEvaluator(BaseEvaluator):
                 citation is then re-read from its document, and a ``mismatch`` or
                 ``drifted`` span fails the row.
 
+            index_base: The number of the first source node: 1 (the default), or 0
+                for a pipeline that numbers its sources from 0.
+
         Raises:
             TypeError: ``judge`` is neither an LLM nor a `citemark.ChatModel`.
         """
-        self._scorer = CitationScorer(_chat(judge))
+        self._scorer = CitationScorer(_chat(judge), index_base=index_base)
+        self._index_base = index_base
         self._reader = reader
 
     @property
@@ -231,7 +236,7 @@ class CitationEvaluator(BaseEvaluator):
         checks: tuple[SpanCheck, ...] | None = None
         failures = [] if deterministic else [score.explanation]
         if not failures:
-            citations = resolve(answer, sources).citations
+            citations = resolve(answer, sources, index_base=self._index_base).citations
             checks = self._verify(citations)
             broken = [f"[{c.marker}] {c.outcome}" for c in checks or () if c.outcome in _BROKEN]
             if broken:

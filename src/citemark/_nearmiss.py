@@ -1,0 +1,258 @@
+r"""Citation-like text that is not a marker: found, reported, never cited, never dropped.
+
+Pipelines that were not written for citemark cite in many ways the marker grammar
+(SPEC §3.2) does not read: ranges ``[1-3]``, semicolon lists ``[1; 2]``, spaced or
+word-prefixed forms ``[ 1 ]``, ``[Source 1]``, prose references ``(Passage 3)``,
+footnotes ``[^1]``, fullwidth and CJK brackets (U+FF3B ... U+FF3D, ``【1】``), non-ASCII or
+superscript digits, text that only displays as ``[9]`` (``&#91;9&#93;``, ``\[9\]``,
+``[*9*]``), autolink URLs holding ``[9]``, and markers that providers use inside their
+own systems and leak into answers: OpenAI's private-use-area sequences
+(``\ue200cite\ue202turn0search0\ue201``), ``【4:0†source】``,
+``:contentReference[oaicite:0]{index=0}``, and Gemini's ``[cite: 1]`` and
+``[cite_start]``. None of them is a citation, and none is stripped from the answer:
+`find_unrecognized` reports each one with its offsets and a kind, so that an answer
+full of them can no longer pass for an abstention.
+
+What is skipped: text inside code (`citemark.masked_spans` of kind ``code``), and
+text the grammar already reads as a marker group (`citemark.parse_markers`), so a
+group is never both a citation and unrecognized. Other masked spans (link
+destinations, raw HTML) are skipped too, except for autolinks, which are reported
+whether or not the masking hides them.
+
+Linear in the text: one pass of one regular expression whose every alternative
+opens with a fixed character and whose inner runs are bounded and stop at the next
+opener, then a merge against the sorted masked spans and marker groups.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import TYPE_CHECKING, Final
+
+from citemark._markers import masked_spans, parse_markers
+from citemark._models import UnrecognizedToken
+from citemark._syntax import GROUP_PATTERN
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from citemark._models import UnrecognizedKind
+
+__all__ = ["find_unrecognized", "may_hold_unrecognized", "parse_range"]
+
+_WORDS: Final = (
+    r"(?:sources?|src|docs?|documents?|passages?|refs?|references?|citations?|contexts?"
+    r"|chunks?|snippets?|results?|evidence|excerpts?|articles?|papers?|paragraphs?)"
+)
+# One pass per opener, each starting with a literal so the engine skips ahead in C;
+# every inner run is bounded and stops at the next opener of its own kind. The
+# bracket pass leaves valid marker groups out by a lookahead, so an answer holding
+# only markers costs one C-speed scan and no Python call.
+_BRACKETS: Final = re.compile(r"\[(?![0-9]++(?:, *+[0-9]++)*+\])([^\[\]\n]{1,64}+)\]")
+_PARENS: Final = re.compile(
+    rf"\([ \t]*+(?:(?:see|cf\.)[ \t]*+)?{_WORDS}\.?[ \t]*+(?:id[ \t]*+)?[:#]?[ \t]*+"
+    r"[0-9][^()\[\]\n]{0,60}+\)",
+    re.IGNORECASE,
+)
+_ESCAPED: Final = re.compile(r"\\\[([^\[\]\n\\]{1,64}+)\\?\]")
+_ENTITY: Final = re.compile(
+    r"&(?:\#91|\#x5[bB]|lsqb|lbrack);([^&\n\[\]]{1,64}+)(?:&(?:\#93|\#x5[dD]|rsqb|rbrack);|\])"
+)
+_AUTOLINK: Final = re.compile(r"<(?:https?|ftp)://[^\s<>]{1,2048}+>")
+_CONTENT_REFERENCE: Final = re.compile(
+    r":?contentReference\[oaicite:[0-9]{1,9}+\](?:\{index=[0-9]{1,9}+\})?"
+)
+_BRACKETED_DIGIT: Final = re.compile(r"\[[^\[\]0-9]{0,64}+[0-9]")
+_SUP_TAG: Final = re.compile(r"<sup>[0-9, ]{1,32}+</sup>", re.IGNORECASE)
+_NON_ASCII: Final = re.compile(
+    r"(?P<pua>\ue200[^\ue200\ue201\n]{0,256}+\ue201?|[\ue201\ue202])"
+    r"|(?P<cjk>[\uff3b\u3010\u3014\u3016\u3018\u301a][^\uff3b\uff3d\u3010\u3011\u3014\u3015"
+    r"\u3016\u3017\u3018\u3019\u301a\u301b\n]{1,64}+[\uff3d\u3011\u3015\u3017\u3019\u301b])"
+    r"|(?P<sup>[\u00b9\u00b2\u00b3\u2070\u2074-\u2079]++)"
+)
+
+_DIGITS_LIST: Final = re.compile(r"[0-9]++(?:[ \t]*+[,;][ \t]*+[0-9]++)*+")
+_RANGE: Final = re.compile(
+    r"[ \t]*+[0-9]{1,9}+[ \t]*+[-\u2013\u2014][ \t]*+[0-9]++[ \t]*+"
+    r"(?:[,;][ \t]*+[0-9]++(?:[ \t]*+[-\u2013\u2014][ \t]*+[0-9]++)?+[ \t]*+)*+"
+)
+_SEMICOLONS: Final = re.compile(r"[ \t]*+[0-9]++(?:[ \t]*+[;,][ \t]*+[0-9]++)*+[ \t]*+")
+_SPACED: Final = re.compile(r"[ \t]*+[0-9]++(?:[ \t]*+,[ \t]*+[0-9]++)*+[ \t]*+")
+_PREFIXED: Final = re.compile(
+    rf"[ \t]*+(?:see[ \t]++|cf\.[ \t]*+)?{_WORDS}\.?[ \t]*+(?:id[ \t]*+)?[:#]?[ \t]*+[0-9]",
+    re.IGNORECASE,
+)
+_GEMINI: Final = re.compile(r"cite(?:_start|_end|:[ \t]*+[0-9][0-9, \t]*+)", re.IGNORECASE)
+_FOOTNOTE: Final = re.compile(r"\^[A-Za-z0-9_-]{1,32}+")
+_EMPHASIS: Final = re.compile(r"([*_]{1,3}+)[0-9]++(?:, *+[0-9]++)*+\1")
+
+
+def find_unrecognized(
+    text: str, exclude: Iterable[tuple[int, int]] | None = None
+) -> tuple[UnrecognizedToken, ...]:
+    r"""Return every citation-like token of ``text`` that is not a marker, in order.
+
+    Args:
+        text: The answer.
+        exclude: Ranges ``(start, end)`` already read as citations; a token that
+            overlaps one is not reported. By default, the groups
+            `citemark.parse_markers` finds.
+
+    Returns:
+        The tokens, each with its kind, offsets and text. Never raises on any string.
+
+    Example:
+        ```python
+        from citemark import find_unrecognized
+
+        found = find_unrecognized("Both hold [1-3], see [^2] and \u30104:0\u2020source\u3011 [1].")
+        print([(t.kind, t.text) for t in found])
+        #> [('range', '[1-3]'), ('footnote', '[^2]'), ('openai_file_citation', '【4:0†source】')]
+        ```
+    """
+    candidates = _candidates(text)
+    if not candidates:
+        return ()
+    if exclude is None:
+        exclude = {(o.group_start, o.group_end) for o in parse_markers(text)}
+    taken = sorted(exclude)
+    spans = masked_spans(text)
+    span_starts = [s.start for s in spans]
+    taken_starts = [s for s, _ in taken]
+    out: list[UnrecognizedToken] = []
+    for start, end, kind in candidates:
+        if _overlaps(taken, taken_starts, start, end):
+            continue
+        i = bisect.bisect_right(span_starts, start) - 1
+        if i >= 0 and spans[i].end > start and (spans[i].kind == "code" or kind != "autolink"):
+            continue
+        out.append(UnrecognizedToken(kind=kind, start=start, end=end, text=text[start:end]))
+    return tuple(out)
+
+
+def may_hold_unrecognized(text: str, groups: int) -> bool:
+    """Whether `find_unrecognized` could find anything, given the count of citing groups.
+
+    The fast path of `citemark.resolve`: when every ``[`` of an ASCII text opens one of
+    its ``groups`` citing marker groups and no other opener occurs, there is nothing
+    to find. False only when that is certain.
+    """
+    if not text.isascii() or text.count("[") != groups:
+        return True
+    if "&" in text or "<" in text or "\\" in text:
+        return True
+    return "(" in text and _PARENS.search(text) is not None
+
+
+def parse_range(token: str) -> tuple[int, int] | None:
+    """``(low, high)`` of a simple range token such as ``[1-3]`` or ``[2\u20134]``, else None.
+
+    Only a single range of ASCII integers is read; the high end is not converted when
+    it has more than 9 digits (it is then returned as a number above any real count).
+    """
+    inner = token[1:-1].strip(" \t")
+    for dash in "-\u2013\u2014":
+        low, sep, high = inner.partition(dash)
+        if sep:
+            low, high = low.strip(" \t"), high.strip(" \t")
+            if low.isascii() and low.isdigit() and high.isascii() and high.isdigit():
+                high_value = int(high) if len(high) <= 9 else 10**10  # noqa: PLR2004 - bound
+                return int(low), high_value
+            return None
+    return None
+
+
+def _candidates(text: str) -> list[tuple[int, int, UnrecognizedKind]]:
+    """Every candidate token, sorted, none inside another."""
+    found: list[tuple[int, int, UnrecognizedKind]] = []
+    if "[" in text:
+        for m in _BRACKETS.finditer(text):
+            kind = _bracket_kind(m.group(1))
+            if kind is not None:
+                found.append((m.start(), m.end(), kind))
+        if "\\[" in text:
+            found.extend(
+                (m.start(), m.end(), "displays_as_marker")
+                for m in _ESCAPED.finditer(text)
+                if _DIGITS_LIST.fullmatch(m.group(1).strip(" "))
+            )
+        if "contentReference" in text:
+            found.extend(
+                (m.start(), m.end(), "openai_content_reference")
+                for m in _CONTENT_REFERENCE.finditer(text)
+            )
+    if "(" in text:
+        found.extend((m.start(), m.end(), "prose_reference") for m in _PARENS.finditer(text))
+    if "&" in text:
+        found.extend(
+            (m.start(), m.end(), "displays_as_marker")
+            for m in _ENTITY.finditer(text)
+            if _DIGITS_LIST.fullmatch(m.group(1).strip(" "))
+        )
+    if "<" in text:
+        found.extend(
+            (m.start(), m.end(), "autolink")
+            for m in _AUTOLINK.finditer(text)
+            if _BRACKETED_DIGIT.search(m.group())
+        )
+        found.extend((m.start(), m.end(), "superscript") for m in _SUP_TAG.finditer(text))
+    if not text.isascii():
+        for m in _NON_ASCII.finditer(text):
+            kind = _non_ascii_kind(m)
+            if kind is not None:
+                found.append((m.start(), m.end(), kind))
+    if len(found) < 2:  # noqa: PLR2004 - nothing to sort or nest
+        return found
+    found.sort(key=lambda c: (c[0], -c[1]))
+    kept: list[tuple[int, int, UnrecognizedKind]] = []
+    for candidate in found:
+        if kept and candidate[0] < kept[-1][1]:
+            continue  # inside a token already kept (a range inside an autolink, say)
+        kept.append(candidate)
+    return kept
+
+
+def _overlaps(taken: list[tuple[int, int]], starts: list[int], start: int, end: int) -> bool:
+    i = bisect.bisect_left(starts, end) - 1
+    return i >= 0 and taken[i][1] > start
+
+
+def _non_ascii_kind(m: re.Match[str]) -> UnrecognizedKind | None:
+    group = m.lastgroup
+    if group == "pua":
+        return "openai_private_use"
+    if group == "cjk":
+        inner = m.group("cjk")[1:-1]
+        if "\u2020" in inner:
+            return "openai_file_citation"
+        return "fullwidth_bracket" if any(c.isdigit() for c in inner) else None
+    return "superscript"
+
+
+def _bracket_kind(inner: str) -> UnrecognizedKind | None:
+    if inner[0] == "^":
+        return "footnote" if _FOOTNOTE.fullmatch(inner) else None
+    if inner.startswith(("cite", "Cite", "CITE")) and _GEMINI.fullmatch(inner.strip(" \t")):
+        return "gemini_cite"
+    if GROUP_PATTERN.fullmatch(f"[{inner}]"):
+        return None  # a marker group; the caller decides whether it cites
+    if _RANGE.fullmatch(inner):
+        return "range"
+    if ";" in inner and _SEMICOLONS.fullmatch(inner):
+        return "semicolon_list"
+    if _SPACED.fullmatch(inner):
+        return "spaced"
+    if _EMPHASIS.fullmatch(inner.strip(" ")):
+        return "displays_as_marker"
+    if _PREFIXED.match(inner):
+        return "word_prefixed"
+    if not inner.isascii() and _only_digits_and_separators(inner):
+        return "non_ascii_digits"
+    return None
+
+
+def _only_digits_and_separators(inner: str) -> bool:
+    return any(c.isdigit() for c in inner) and all(
+        c.isdigit() or c in " ,;-\u2013\u3001\uff0c" for c in inner
+    )
