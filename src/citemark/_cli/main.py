@@ -308,7 +308,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=120.0,
-        help="seconds to wait for the model's reply (default 120; connecting waits 5)",
+        help="seconds the whole model call may take (default 120; connecting waits 5)",
     )
 
 
@@ -328,7 +328,7 @@ def _judge_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
         type=float,
         default=120.0,
         metavar="SECONDS",
-        help="seconds to wait for each reply (default 120; connecting waits 5)",
+        help="seconds each whole judge call may take (default 120; connecting waits 5)",
     )
 
 
@@ -342,7 +342,8 @@ def _openai_chat(
     """An OpenAIChat from command-line options; a bad configuration is a usage error."""
     try:
         timeout = httpx.Timeout(connect=5.0, read=read_timeout, write=30.0, pool=10.0)
-        return OpenAIChat(base_url, model, api_key, timeout=timeout)
+        # --timeout bounds the whole call, as a plain number does for OpenAIChat.
+        return OpenAIChat(base_url, model, api_key, timeout=timeout, deadline=read_timeout)
     except ChatConfigError as exc:
         raise _UsageError(str(exc)) from None
 
