@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -197,9 +199,12 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
         ```
     """
     if isinstance(content, BaseModel):
-        data = (content.model_dump_json(indent=2) + "\n").encode("utf-8")
+        data = _model_json(content)
     elif isinstance(content, str):
-        data = content.encode("utf-8")
+        # A lone surrogate (a model's JSON "\ud800", a non-UTF-8 file name decoded
+        # with surrogateescape) is written as its \uXXXX escape: in JSON text that
+        # is the very escape that reads back as the same string.
+        data = content.encode("utf-8", "backslashreplace")
     else:
         data = content
     destination = Path(path)
@@ -210,6 +215,23 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
             file.write(view[start : start + _CHUNK])
         file.commit()
     return destination
+
+
+def _model_json(model: BaseModel) -> bytes:
+    r"""A model as indented JSON in UTF-8, even when it holds a lone surrogate.
+
+    pydantic refuses to serialize a ``str`` holding a lone surrogate, which a model
+    reply may (JSON ``"\ud800"``) and a file name does on Linux (bytes that are not
+    UTF-8, decoded with ``surrogateescape``). Such a model is dumped to plain data
+    and written with each lone surrogate as its ``\uXXXX`` escape: valid UTF-8 and
+    valid JSON that reads back as the same string.
+    """
+    try:
+        return (model.model_dump_json(indent=2) + "\n").encode("utf-8")
+    except PydanticSerializationError:
+        plain = model.model_dump(mode="json")
+    text = json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return text.encode("utf-8", "backslashreplace")
 
 
 class AtomicFile:

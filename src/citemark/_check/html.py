@@ -484,8 +484,8 @@ def _clip(text: str) -> str:
 
 
 def _e(text: str) -> str:
-    """Escape text for HTML; a lone surrogate (valid in a str, not in UTF-8) becomes ``?``."""
-    return html.escape(text.encode("utf-8", "replace").decode("utf-8"), quote=True)
+    r"""Escape text for HTML; a lone surrogate (not valid in UTF-8) shows as ``\ud800``."""
+    return html.escape(text.encode("utf-8", "backslashreplace").decode("utf-8"), quote=True)
 
 
 def _csp_hash(text: str) -> str:

@@ -87,6 +87,7 @@ class _UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    _escape_unencodable_output()
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -97,6 +98,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, str(exc), EXIT_CHAT)
     except KeyboardInterrupt:
         return _fail(args, "interrupted", 130)
+
+
+def _escape_unencodable_output() -> None:
+    r"""Print what the terminal's encoding cannot hold as ``\uXXXX`` escapes, never crash.
+
+    A model may send a lone surrogate (JSON ``"\ud800"``) and a file name may hold
+    one (bytes that are not UTF-8); a strict stream raises on the first such
+    character, after the command's work is done. Escaped, the text survives, and in
+    ``--json`` output the escape is the JSON escape that reads back as the same string.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 class _Parser(argparse.ArgumentParser):
