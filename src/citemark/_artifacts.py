@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from datetime import UTC, datetime
 from importlib import metadata
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from types import TracebackType
     from typing import Self
 
@@ -42,6 +44,7 @@ __all__ = [
     "citemark_version",
     "dataset_sha256",
     "identity_of",
+    "remove_stale_temporaries",
     "utc_now",
     "write_report_atomically",
 ]
@@ -173,7 +176,8 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
     rename itself survives a crash. If writing fails, the temporary file is removed
     and the error is raised. If the process is killed, the destination still holds
     its previous content (or does not exist), and a hidden ``.<name>.*.tmp`` file
-    may be left behind.
+    may be left behind (``citemark check`` removes its own on the next run, see
+    `remove_stale_temporaries`).
 
     Args:
         path: The report's destination.
@@ -308,11 +312,41 @@ class AtomicFile:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Remove the temporary file unless `commit` succeeded."""
+        """Remove the temporary file unless `commit` succeeded.
+
+        The removal runs even when closing fails: on a full disk the close flushes
+        what the failed write left buffered and raises again, and a temporary file
+        left behind would keep the disk full.
+        """
         if not self._committed:
-            self._handle.close()
-            with contextlib.suppress(FileNotFoundError):
-                self._temporary.unlink()
+            try:
+                self._handle.close()
+            except OSError:
+                if exc is None:
+                    raise
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    self._temporary.unlink()
+
+
+def remove_stale_temporaries(folder: Path, names: Iterable[str]) -> int:
+    """Remove the hidden temporary files a killed run left for ``names`` in ``folder``.
+
+    Only files of `AtomicFile`'s own naming are touched (``.<name>.<8 characters>.tmp``,
+    as `tempfile.mkstemp` makes them), so nothing else in the folder is at risk.
+    Call it before the run opens its own. Returns how many were removed.
+    """
+    patterns = [re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp") for name in names]
+    removed = 0
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) and any(
+                pattern.fullmatch(entry.name) for pattern in patterns
+            ):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)  # noqa: PTH108 - an os.DirEntry path
+                    removed += 1
+    return removed
 
 
 def _fsync_folder(folder: Path) -> None:
