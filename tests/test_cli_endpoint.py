@@ -247,7 +247,7 @@ class TestFailureReasons:
         assert "the model could not be reached" in done.stderr
 
     def test_a_reached_model_that_times_out_is_not_called_unreachable(self, tmp_path):
-        """The model was reached and timed out: the line says timeout, not 'could not reach'."""
+        """The model was reached and ran past --timeout: the line says deadline, not 'could not reach'."""
         with FakeOpenAI(lambda p: "late", latency=1.5) as server:
             done = run_cli(
                 "echo",
@@ -259,12 +259,12 @@ class TestFailureReasons:
                 str(tmp_path),
                 base_url=server.base_url,
             )
-        assert (3, "citemark: error: every echo call failed (1 calls: 1 timeout)\n") == (
+        assert (3, "citemark: error: every echo call failed (1 calls: 1 deadline)\n") == (
             done.returncode,
             done.stderr,
         )
         report = json.loads((tmp_path / "echo-latest.json").read_text())
-        assert {"timeout": 1} == report["failure_reasons"]
+        assert {"deadline": 1} == report["failure_reasons"]
 
     def test_check_counts_failed_judge_calls_per_reason(self, tmp_path, free_port):
         runs = write_rows(tmp_path / "runs.jsonl", [CLEAN, CLEAN, CLEAN])

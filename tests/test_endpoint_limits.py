@@ -315,7 +315,11 @@ class TestReasonCodes:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         try:
-            error = failure(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", timeout=0.3)
+            # A structured timeout sets the read phase alone; a plain number would be the
+            # whole call's deadline (reason "deadline", tested with the other faults).
+            error = failure(
+                f"http://127.0.0.1:{listener.getsockname()[1]}/v1", timeout=httpx.Timeout(0.3)
+            )
         finally:
             listener.close()
         assert ("timeout", None, "timed out reading the response") == (
@@ -328,6 +332,8 @@ class TestReasonCodes:
         """The codes OpenAIChat raises are the documented vocabulary."""
         assert {
             "timeout",
+            "deadline",
+            "reply_too_large",
             "connect",
             "http_status",
             "protocol",

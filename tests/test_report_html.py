@@ -199,14 +199,15 @@ class TestStaticPage:
         assert "See <img src=x onerror=alert(1)> [1] and [2]." == answer.text
         assert_markers_link_to_existing_elements(dom)
 
-    def test_a_lone_surrogate_is_shown_as_a_question_mark(self, tmp_path):
-        """JSON may encode a lone surrogate, which UTF-8 cannot: the page shows "?" instead."""
+    def test_a_lone_surrogate_is_shown_escaped(self, tmp_path):
+        """JSON may encode a lone surrogate, which UTF-8 cannot: the page shows its escape."""
         runs = tmp_path / "runs.jsonl"
         row = '{"answer": "Broken \\ud800 text [1].", "sources": [{"text": "t", "doc_id": "d"}]}'
         runs.write_text(row + "\n", encoding="utf-8")
         dom = DOM(check(runs, tmp_path / "out").read_text(encoding="utf-8"))
         answer = next(e for e in dom.elements if "answer" in e.classes)
-        assert "Broken ? text [1]." == answer.text
+        # Escaped, not replaced: the text the model sent survives (issue 17, item 6).
+        assert "Broken \\ud800 text [1]." == answer.text
         assert_markers_link_to_existing_elements(dom)
 
     def test_left_out_rows_are_announced(self, tmp_path):

@@ -817,7 +817,8 @@ class TestRejectedReplyAudit:
         """On a floored row, the verdicts that verified are kept too."""
         body = reply(3, supported(1, SPAN["doc-1"]), supported(1, SPAN["doc-1"]))
         result, _ = score(FABRICATED, replies=[body])
-        assert ("contradictory_judge_verdicts", 2) == (
+        # One per occurrence: the surplus second verdict is never verified (issue 17).
+        assert ("contradictory_judge_verdicts", 1) == (
             result.details["judge_rejection"],
             len(result.details["verified_verdicts"]),
         )

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import re
 import tempfile
 from datetime import UTC, datetime
 from importlib import metadata
@@ -27,8 +29,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from types import TracebackType
     from typing import Self
 
@@ -40,6 +44,7 @@ __all__ = [
     "citemark_version",
     "dataset_sha256",
     "identity_of",
+    "remove_stale_temporaries",
     "utc_now",
     "write_report_atomically",
 ]
@@ -171,7 +176,8 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
     rename itself survives a crash. If writing fails, the temporary file is removed
     and the error is raised. If the process is killed, the destination still holds
     its previous content (or does not exist), and a hidden ``.<name>.*.tmp`` file
-    may be left behind.
+    may be left behind (``citemark check`` removes its own on the next run, see
+    `remove_stale_temporaries`).
 
     Args:
         path: The report's destination.
@@ -197,9 +203,12 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
         ```
     """
     if isinstance(content, BaseModel):
-        data = (content.model_dump_json(indent=2) + "\n").encode("utf-8")
+        data = _model_json(content)
     elif isinstance(content, str):
-        data = content.encode("utf-8")
+        # A lone surrogate (a model's JSON "\ud800", a non-UTF-8 file name decoded
+        # with surrogateescape) is written as its \uXXXX escape: in JSON text that
+        # is the very escape that reads back as the same string.
+        data = content.encode("utf-8", "backslashreplace")
     else:
         data = content
     destination = Path(path)
@@ -210,6 +219,23 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
             file.write(view[start : start + _CHUNK])
         file.commit()
     return destination
+
+
+def _model_json(model: BaseModel) -> bytes:
+    r"""A model as indented JSON in UTF-8, even when it holds a lone surrogate.
+
+    pydantic refuses to serialize a ``str`` holding a lone surrogate, which a model
+    reply may (JSON ``"\ud800"``) and a file name does on Linux (bytes that are not
+    UTF-8, decoded with ``surrogateescape``). Such a model is dumped to plain data
+    and written with each lone surrogate as its ``\uXXXX`` escape: valid UTF-8 and
+    valid JSON that reads back as the same string.
+    """
+    try:
+        return (model.model_dump_json(indent=2) + "\n").encode("utf-8")
+    except PydanticSerializationError:
+        plain = model.model_dump(mode="json")
+    text = json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return text.encode("utf-8", "backslashreplace")
 
 
 class AtomicFile:
@@ -286,11 +312,41 @@ class AtomicFile:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Remove the temporary file unless `commit` succeeded."""
+        """Remove the temporary file unless `commit` succeeded.
+
+        The removal runs even when closing fails: on a full disk the close flushes
+        what the failed write left buffered and raises again, and a temporary file
+        left behind would keep the disk full.
+        """
         if not self._committed:
-            self._handle.close()
-            with contextlib.suppress(FileNotFoundError):
-                self._temporary.unlink()
+            try:
+                self._handle.close()
+            except OSError:
+                if exc is None:
+                    raise
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    self._temporary.unlink()
+
+
+def remove_stale_temporaries(folder: Path, names: Iterable[str]) -> int:
+    """Remove the hidden temporary files a killed run left for ``names`` in ``folder``.
+
+    Only files of `AtomicFile`'s own naming are touched (``.<name>.<8 characters>.tmp``,
+    as `tempfile.mkstemp` makes them), so nothing else in the folder is at risk.
+    Call it before the run opens its own. Returns how many were removed.
+    """
+    patterns = [re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp") for name in names]
+    removed = 0
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) and any(
+                pattern.fullmatch(entry.name) for pattern in patterns
+            ):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)  # noqa: PTH108 - an os.DirEntry path
+                    removed += 1
+    return removed
 
 
 def _fsync_folder(folder: Path) -> None:

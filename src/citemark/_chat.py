@@ -15,11 +15,14 @@ httpx's exceptions are translated in one place, `_post_once`, the way httpx's ow
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import math
 import os
 import re
+import urllib.request
 import weakref
+import zlib
 from typing import TYPE_CHECKING, Final, Protocol, Self, runtime_checkable
 
 import httpx
@@ -41,6 +44,17 @@ _API_KEY_ENV: Final = "CITEMARK_API_KEY"
 # Bounded in every phase. The read bound is long because a local model on a CPU can
 # take minutes to produce a long answer; the others only cover the network.
 _DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=120.0, write=30.0, pool=10.0)
+
+# The whole call (connect, send, read, decode) is bounded too, on by default: a
+# server that trickles one byte at a time never trips the per-read bound above.
+_DEFAULT_DEADLINE: Final = 300.0
+
+# The most bytes of decoded body a reply may have. A chat reply is text; 8 MiB is
+# far above any model's output and far below what hurts the process.
+DEFAULT_MAX_REPLY_BYTES: Final = 8 * 1024 * 1024
+
+# Only these codings are asked for, and decoded here (bounded) rather than by httpx.
+_ACCEPT_ENCODING: Final = "gzip, deflate"
 
 # Visible ASCII only: h11 quotes an illegal header value in its exception message,
 # so a key with a newline or a space would otherwise reach an error text.
@@ -170,11 +184,24 @@ class OpenAIChat:
         api_key: The bearer token. Defaults to ``CITEMARK_API_KEY``; pass ``""``
             to send no key even when that variable is set.
 
-        timeout: Seconds allowed per phase. A number sets the connect, read, write
-            and pool bounds alike; the default is 5 s to connect, 120 s to read,
-            30 s to write and 10 s to wait for a pooled connection. Every phase
-            must be bounded. With ``client``, the client's own timeout applies
-            unless this is given.
+        timeout: A number bounds the whole call: connecting, sending, reading
+            and decoding together finish within that many seconds (and each phase
+            within it too). An ``httpx.Timeout`` sets the phases separately, and
+            the whole call is then bounded by ``deadline``. The default is 5 s to
+            connect, 120 s to read, 30 s to write, 10 s to wait for a pooled
+            connection and 300 s for the whole call. Every phase must be bounded.
+            With ``client``, the client's own phase bounds apply unless this is
+            given; the deadline applies either way.
+
+        deadline: Seconds the whole call may take, overriding what ``timeout``
+            implies. A call past it is a `ChatError` with reason ``"deadline"``.
+
+        max_reply_bytes: The most bytes the response body may have once decoded
+            (default 8 MiB). The body is decoded while it is read, so a
+            compressed body that would inflate past the cap, or an endless one,
+            is refused as soon as it crosses it: a `ChatError` with reason
+            ``"reply_too_large"``. Only ``gzip`` and ``deflate`` are accepted as
+            content codings.
 
         client: An ``httpx.AsyncClient`` to send requests with. It is used as is
             (its transport, retries, headers and redirect policy are the
@@ -207,6 +234,8 @@ class OpenAIChat:
         temperature: float | None = None,
         max_tokens: int | None = None,
         seed: int | None = None,
+        deadline: float | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         base = base_url if base_url is not None else os.environ.get(_BASE_URL_ENV, "")
         if not base:
@@ -228,7 +257,11 @@ class OpenAIChat:
         )
         self._model = name
         self._options = _sampling_options(temperature, max_tokens) | _seed_option(seed)
-        self._headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        self._headers = {
+            "Accept": "application/json",
+            "Accept-Encoding": _ACCEPT_ENCODING,
+            "Content-Type": "application/json",
+        }
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._timeout = _bounded_timeout(timeout)
@@ -236,6 +269,11 @@ class OpenAIChat:
         self._request_timeout: httpx.Timeout | None = (
             None if client is not None and timeout is _DEFAULT_TIMEOUT else self._timeout
         )
+        self._deadline = _total_deadline(timeout, deadline)
+        self._max_reply_bytes = _reply_cap(max_reply_bytes)
+        # Read here, once, as httpx reads them for a client it builds itself: a
+        # client built with an explicit transport (as the pool's are) skips them.
+        self._proxy = _environment_proxy(self._base_url)
         self._injected = client
         self._owned: _ClientPool | None = None
         self._owned_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
@@ -257,6 +295,15 @@ class OpenAIChat:
         shown_url = str(self._base_url.copy_with(userinfo=b""))
         key = "'***'" if "Authorization" in self._headers else "None"
         return f"OpenAIChat(base_url={shown_url!r}, model={self._model!r}, api_key={key})"
+
+    def __reduce_ex__(self, protocol: object) -> tuple[object, ...]:
+        """Refuse to be pickled or copied: the state holds the API key in clear.
+
+        Raises:
+            TypeError: always; build a new instance where one is needed.
+        """
+        msg = "OpenAIChat cannot be pickled or copied: it holds an API key; build a new one"
+        raise TypeError(msg)
 
     async def complete(self, prompt: str) -> Completion:
         """Send ``prompt`` as one user message and return the reply's content.
@@ -300,7 +347,9 @@ class OpenAIChat:
             headers=self._headers,
             timeout=client.timeout if self._request_timeout is None else self._request_timeout,
         )
-        content = await _post_once(client, request, self._model)
+        content = await _post_within(
+            client, request, self._model, self._deadline, self._max_reply_bytes
+        )
         return _completion_text(content, self._model)
 
     async def aclose(self) -> None:
@@ -335,7 +384,7 @@ class OpenAIChat:
         loop = asyncio.get_running_loop()
         if self._owned is not None and self._owned_loop is not None and self._owned_loop() is loop:
             return self._owned
-        pool = _ClientPool(self._timeout)
+        pool = _ClientPool(self._timeout, self._proxy)
         # Set before the first await, so concurrent first calls share one pool.
         self._owned, self._owned_loop = pool, weakref.ref(loop)
         # Started here, this async generator is registered with the running loop,
@@ -358,8 +407,9 @@ class _ClientPool:
     most calls ever in flight at once; each keeps at most one connection alive.
     """
 
-    def __init__(self, timeout: httpx.Timeout) -> None:
+    def __init__(self, timeout: httpx.Timeout, proxy: str | None = None) -> None:
         self._timeout = timeout
+        self._proxy = proxy
         self._free: list[httpx.AsyncClient] = []
         self._all: list[httpx.AsyncClient] = []
         # One TLS context for every client: building one per client (httpx's
@@ -374,6 +424,7 @@ class _ClientPool:
         client = httpx.AsyncClient(
             transport=httpx.AsyncHTTPTransport(
                 verify=self._tls,
+                proxy=self._proxy,
                 retries=0,
                 limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             ),
@@ -391,15 +442,59 @@ class _ClientPool:
             await client.aclose()
 
 
-async def _post_once(client: httpx.AsyncClient, request: httpx.Request, model: str) -> bytes:
+async def _post_within(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    model: str,
+    deadline: float,
+    max_bytes: int,
+) -> bytes:
+    """`_post_once` under one deadline for the whole exchange, decoding included.
+
+    The expiry is raised outside the handler, so the ``TimeoutError`` (and the
+    cancellation inside it) is neither the cause nor the context.
+    """
+    exchange = _Exchange()
+    try:
+        async with asyncio.timeout(deadline):
+            return await _post_once(client, request, model, max_bytes, exchange)
+    except TimeoutError:
+        pass
+    raise ChatError(
+        "the call ran past its deadline",
+        provider=_PROVIDER,
+        model=model,
+        status=exchange.status,
+        reason="deadline",
+    )
+
+
+class _Exchange:
+    """What one exchange has got so far: the status, once the head has arrived."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+
+
+async def _post_once(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    model: str,
+    max_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    exchange: _Exchange | None = None,
+) -> bytes:
     """Send the one request and return the body of a 200; anything else is `ChatError`.
 
     The only place an httpx exception is caught, shaped like httpx's own
     ``map_httpcore_exceptions``. Reasons are fixed strings. The response is streamed
     so that the body of an error status is never read at all.
 
-    A cause is chained only for a timeout or a failed connection, whose text is ours
-    or the operating system's. Nothing else is: h11 quotes the offending status or
+    No cause is chained, and every `ChatError` is raised outside the handler, so no
+    httpx exception is reachable as its context either: even a timeout's holds the
+    request in ``.request``, with the bearer token and the prompt. Besides, h11
+    quotes the offending status or
     header line in a protocol error, a proxy error quotes the proxy's reason phrase,
     and with an injected client that follows redirects an ``UnsupportedProtocol``
     quotes the scheme of the provider's ``Location`` (and holds its URL in
@@ -414,22 +509,18 @@ async def _post_once(client: httpx.AsyncClient, request: httpx.Request, model: s
     try:
         response = await client.send(request, stream=True)
         status = response.status_code
+        if exchange is not None:
+            exchange.status = status
         try:
             if status != httpx.codes.OK:
                 raise await _status_error(response, request, model)
-            return await response.aread()
+            return await _read_bounded(response, max_bytes, model)
         finally:
             await response.aclose()
     except httpx.TimeoutException as exc:
-        reason = _TIMEOUT_REASONS.get(type(exc), "timed out")
-        raise ChatError(
-            reason, provider=_PROVIDER, model=model, status=status, reason="timeout"
-        ) from exc
-    except httpx.ConnectError as exc:
-        reason = "could not connect"
-        raise ChatError(
-            reason, provider=_PROVIDER, model=model, status=status, reason="connect"
-        ) from exc
+        reason, code = _TIMEOUT_REASONS.get(type(exc), "timed out"), "timeout"
+    except httpx.ConnectError:
+        reason, code = "could not connect", "connect"
     except (httpx.ProtocolError, httpx.ProxyError) as exc:
         reason, code = f"the HTTP exchange was malformed ({type(exc).__name__})", "protocol"
     except httpx.TooManyRedirects:
@@ -516,6 +607,128 @@ def _error_code_in(envelope: object) -> str | None:
         if isinstance(value, str) and _MACHINE_CODE.fullmatch(value):
             return value
     return None
+
+
+async def _read_bounded(response: httpx.Response, max_bytes: int, model: str) -> bytes:
+    """The body of ``response`` decoded, refused as soon as it passes ``max_bytes``.
+
+    Reads the raw bytes and decodes them here, a chunk at a time, with zlib's
+    ``max_length``: no chunk ever inflates past what is left of the cap, so a gzip
+    bomb costs at most the cap in memory. httpx's own decoders inflate each chunk
+    whole before anything could count it.
+    """
+    if response.is_stream_consumed:
+        # A transport that hands over a body already read and decoded (httpx's
+        # MockTransport does): it is in memory already, and only its size is checked.
+        content = response.content
+        if len(content) > max_bytes:
+            raise ChatError(
+                "the decoded reply grew past max_reply_bytes",
+                provider=_PROVIDER,
+                model=model,
+                status=response.status_code,
+                reason="reply_too_large",
+            )
+        return content
+    decoders = _decoders(response.headers.get("content-encoding", ""))
+    if decoders is None:
+        raise ChatError(
+            _UNDECODABLE,
+            provider=_PROVIDER,
+            model=model,
+            status=response.status_code,
+            reason="transport",
+        )
+    parts: list[bytes] = []
+    size = 0
+    failed = False
+    async for raw in response.aiter_raw():
+        data = raw
+        try:
+            for decoder in decoders:
+                data = decoder.feed(data, max_bytes - size)
+        except zlib.error:
+            failed = True
+        except _TooLargeError:
+            data = b""
+            size = max_bytes + 1
+        if failed:
+            break
+        size += len(data)
+        if size > max_bytes:
+            raise ChatError(
+                "the decoded reply grew past max_reply_bytes",
+                provider=_PROVIDER,
+                model=model,
+                status=response.status_code,
+                reason="reply_too_large",
+            )
+        parts.append(data)
+    if failed or not all(decoder.complete() for decoder in decoders):
+        raise ChatError(
+            _UNDECODABLE,
+            provider=_PROVIDER,
+            model=model,
+            status=response.status_code,
+            reason="transport",
+        )
+    return b"".join(parts)
+
+
+# The reason httpx's own decoding failure had, kept for the same failure here.
+_UNDECODABLE: Final = "the transport failed (DecodingError)"
+
+
+class _TooLargeError(Exception):
+    """A decoder would have produced more than the room left under the cap."""
+
+
+class _Inflater:
+    """One ``gzip`` or ``deflate`` layer, decoding into at most the room it is given."""
+
+    def __init__(self, *, gzip: bool) -> None:
+        self._gzip = gzip
+        self._started = False
+        self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16 if gzip else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        if not data:
+            return b""
+        if not self._started and not self._gzip:
+            self._started = True
+            # "deflate" is meant to be zlib-wrapped; some servers send it raw.
+            try:
+                return self._bounded(data, room)
+            except zlib.error:
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+        self._started = True
+        return self._bounded(data, room)
+
+    def _bounded(self, data: bytes, room: int) -> bytes:
+        # One byte past the room is enough to know the cap is crossed; below it,
+        # max_length was not reached, so the whole input was consumed.
+        out = self._zlib.decompress(data, max(room, 0) + 1)
+        if len(out) > room:
+            raise _TooLargeError
+        return out
+
+    def complete(self) -> bool:
+        return self._zlib.eof or not self._started
+
+
+def _decoders(content_encoding: str) -> list[_Inflater] | None:
+    """The decoders for a Content-Encoding, outermost last; None for one not accepted."""
+    decoders: list[_Inflater] = []
+    for coding in reversed([c.strip().lower() for c in content_encoding.split(",")]):
+        if coding in {"", "identity"}:
+            continue
+        if coding in {"gzip", "x-gzip"}:
+            decoders.append(_Inflater(gzip=True))
+        elif coding == "deflate":
+            decoders.append(_Inflater(gzip=False))
+        else:
+            return None
+    return decoders
 
 
 def _status_reason(status: int) -> str:
@@ -621,6 +834,73 @@ def _seed_option(seed: int | None) -> dict[str, int]:
         msg = "seed must be an integer"
         raise ChatConfigError(msg)
     return {"seed": seed}
+
+
+def _total_deadline(timeout: float | httpx.Timeout, deadline: float | None) -> float:
+    """The whole call's bound: ``deadline``, else a plain ``timeout``, else the default."""
+    if deadline is None:
+        deadline = _DEFAULT_DEADLINE if isinstance(timeout, httpx.Timeout) else timeout
+    if isinstance(deadline, bool) or not 0 < deadline < math.inf:
+        msg = "deadline must be a positive, finite number of seconds"
+        raise ChatConfigError(msg)
+    return float(deadline)
+
+
+def _reply_cap(max_reply_bytes: int) -> int:
+    if (
+        isinstance(max_reply_bytes, bool)
+        or not isinstance(max_reply_bytes, int)
+        or max_reply_bytes < 1
+    ):
+        msg = "max_reply_bytes must be a positive integer"
+        raise ChatConfigError(msg)
+    return max_reply_bytes
+
+
+def _environment_proxy(url: httpx.URL) -> str | None:
+    """The proxy the environment names for ``url``, as httpx reads it for its own clients.
+
+    ``HTTPS_PROXY``/``HTTP_PROXY`` by the URL's scheme, else ``ALL_PROXY`` (either
+    case), unless ``NO_PROXY`` lists the host. httpx skips the environment for a
+    client given an explicit transport, which is how citemark builds its clients.
+    """
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if not proxy:
+        return None
+    if _bypassed(url.host, proxies.get("no", "")):
+        return None
+    return proxy
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    """Whether ``NO_PROXY`` exempts ``host``: ``*``, the host, a parent domain, a network."""
+    host = host.lower().strip("[]")
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if "://" in entry:
+            entry = entry.split("://", 1)[1]
+        entry = entry.strip("/")
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        if not entry.startswith("[") and entry.count(":") == 1:
+            entry = entry.split(":", 1)[0]
+        entry = entry.strip("[]")
+        if _in_network(host, entry):
+            return True
+        domain = entry.lstrip(".")
+        if host == domain or host.endswith("." + domain):
+            return True
+    return False
+
+
+def _in_network(host: str, entry: str) -> bool:
+    try:
+        return ipaddress.ip_address(host) in ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return False
 
 
 def _sampling_options(temperature: float | None, max_tokens: int | None) -> dict[str, float | int]:

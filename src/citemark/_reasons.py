@@ -58,6 +58,8 @@ _CHAT: Final = {
     "transport": "the transport failed",
     "bad_envelope": "the reply was not an OpenAI-style completion",
     "null_content": "the reply's content was null",
+    "deadline": "the whole call ran past its deadline",
+    "reply_too_large": "the decoded reply grew past the size cap",
 }
 
 # Why an answer was rejected: `citemark.SynthesisError.reason`, one code per class.

@@ -194,6 +194,10 @@ def _answer(
     them (and copying a long ``text``) would cost more than the whole parse. This is
     what ``model_construct`` does, without its per-field Python loop.
     """
+    if isinstance(text, str) and type(text) is not str:
+        # A str subclass (a chat's `Completion`) is kept as the plain text it holds;
+        # pydantic would refuse one that carries a lone surrogate a model sent.
+        text = str.__str__(text)
     if type(text) is not str:
         return CitedAnswer(text=text, citations=citations)  # let pydantic coerce or refuse
     answer = CitedAnswer.__new__(CitedAnswer)

@@ -135,7 +135,9 @@ class FileReader:
     Keys are paths relative to ``root``. A key that escapes the root is refused
     without touching the file: an absolute path, a ``..`` component, or a path whose
     symlinks resolve outside the root. A refused, missing, non-regular or non-UTF-8
-    file reads as ``None``, which verifies as ``unreadable``.
+    file reads as ``None``, which verifies as ``unreadable``; so does a key that
+    cannot be resolved (a symlink loop, a name too long for the file system), and
+    no key ever raises.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -151,20 +153,33 @@ class FileReader:
             return None
         if ".." in posix.parts or ".." in windows.parts:
             return None
-        path = (self._root / posix).resolve()
-        if not path.is_relative_to(self._root):
-            return None
-        return path
+        return _resolved_inside(self._root / posix, self._root)
 
     def read(self, key: str) -> str | None:
         """Return the text of the file ``key`` names, or ``None``."""
         path = self.path_for(key)
-        if path is None or not path.is_file():
+        if path is None:
             return None
         try:
+            if not path.is_file():
+                return None
             return read_document(path)
         except (OSError, UnicodeDecodeError):
             return None
+
+
+def _resolved_inside(path: Path, root: Path) -> Path | None:
+    """``path`` resolved, or None when it leaves ``root`` or cannot be resolved.
+
+    Resolving raises for a symlink loop (`RuntimeError` before Python 3.13,
+    `OSError` after) and for a name the file system refuses (``ENAMETOOLONG``);
+    either message quotes the path, so both are a refusal here, never an error.
+    """
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return resolved if resolved.is_relative_to(root) else None
 
 
 def read_document(path: str | os.PathLike[str]) -> str:

@@ -62,11 +62,16 @@ class LangChainChat:
         Raises:
             ChatError: the model raised, or returned something without text.
         """
+        failed: str | None = None
         try:
             output = await self.model.ainvoke(prompt)
         except Exception as exc:  # noqa: BLE001 - any provider failure is a ChatError
-            reason = f"the LangChain model raised {type(exc).__name__}"
-            raise ChatError(reason, provider=self.provider, model=self.model_name) from None
+            failed = type(exc).__name__
+        if failed is not None:
+            # Raised outside the handler: ``from None`` would only hide the provider's
+            # exception, which would stay reachable as ``__context__``.
+            reason = f"the LangChain model raised {failed}"
+            raise ChatError(reason, provider=self.provider, model=self.model_name)
         if isinstance(output, BaseMessage):
             return output.text
         if isinstance(output, str):

@@ -57,6 +57,30 @@ class TestLlamaIndexChat:
         assert CANARY not in str(info.value)
         assert info.value.__cause__ is None
 
+    def test_failures_keep_no_provider_exception_in_their_context(self):
+        """Neither __cause__ nor __context__ reaches the LLM's exception (issue 17, item 9)."""
+
+        def reachable(exc):
+            seen = []
+            while exc is not None and exc not in seen:
+                seen.append(exc)
+                exc = exc.__cause__ or exc.__context__
+            return seen
+
+        def naive():
+            # The shape the bridge had: ``from None`` inside the handler.
+            try:
+                raise ValueError(CANARY)  # noqa: TRY301 - the naive shape, on purpose
+            except ValueError:
+                raise ChatError("x", provider="p", model="m") from None
+
+        with pytest.raises(ChatError) as info:
+            asyncio.run(LlamaIndexChat(FailingLLM()).complete("p"))
+        with pytest.raises(ChatError) as naive_info:
+            naive()
+        assert [] == [e for e in reachable(info.value) if CANARY in str(e)]
+        assert [] != [e for e in reachable(naive_info.value) if CANARY in str(e)]
+
     def test_the_judge_runs_on_a_llama_index_llm(self):
         """FaithfulnessJudge works on any LlamaIndex LLM through the bridge."""
         reply = '{"faithful": true, "unsupported_claims": [], "reasoning": "ok"}'

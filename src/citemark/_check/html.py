@@ -60,6 +60,9 @@ _FILTER_NAMES: Final = {"failed": "failed", "unassessed": "un-assessed", "passed
 # Display caps: the page is for looking, and rows.jsonl keeps every finding.
 _MAX_ANSWER_CHARS: Final = 200_000
 _MAX_SOURCE_CHARS: Final = 20_000
+# The uncited sources (or context blocks) a row shows besides every cited one; the
+# rest are counted ("and N more not shown"). rows.jsonl keeps them all.
+MAX_UNCITED_SOURCES: Final = 20
 _MAX_ISSUES: Final = 50
 
 _AMBIGUOUS_WHY: Final = {
@@ -459,20 +462,33 @@ def _sources_html(
                 where.append(_e(source.uri))
             entries.append((number, " &middot; ".join(where), source.text))
         kind = "sources"
+    # Every cited entry is shown; of the others, only the first few, so a row given
+    # thousands of sources stays a bounded piece of the page.
+    others = 0
+    hidden = 0
     for k, meta, text in entries:
+        if k not in cited:
+            others += 1
+            if others > MAX_UNCITED_SOURCES:
+                hidden += 1
+                continue
         state, opened = (" cited", " open") if k in cited else ("", "")
         items.append(
             f'<li class="source{state}" id="{prefix}-src-{k}"><details{opened}>'
             f'<summary class="src-meta">{meta}</summary>'
             f'<div class="span">{_clip(text)}</div></details></li>'
         )
+    more = f'<p class="excluded">and {hidden} more not shown</p>' if hidden else ""
     note = ""
     if excluded:
-        listed = ", ".join(f"{_e(label)} ({why})" for label, why in excluded)
+        shown_excluded = excluded[:MAX_UNCITED_SOURCES]
+        listed = ", ".join(f"{_e(label)} ({why})" for label, why in shown_excluded)
+        if len(excluded) > len(shown_excluded):
+            listed += f" and {len(excluded) - len(shown_excluded)} more"
         note = f'<p class="excluded">Not citable: {listed}</p>'
     return (
-        f'<div class="sources"><p class="src-title">{len(items)} {kind}, '
-        f"{len(cited)} cited</p><ol>{''.join(items)}</ol>{note}</div>"
+        f'<div class="sources"><p class="src-title">{len(entries)} {kind}, '
+        f"{len(cited)} cited</p><ol>{''.join(items)}</ol>{more}{note}</div>"
     )
 
 
@@ -536,8 +552,8 @@ def _clip(text: str) -> str:
 
 
 def _e(text: str) -> str:
-    """Escape text for HTML; a lone surrogate (valid in a str, not in UTF-8) becomes ``?``."""
-    return html.escape(text.encode("utf-8", "replace").decode("utf-8"), quote=True)
+    r"""Escape text for HTML; a lone surrogate (not valid in UTF-8) shows as ``\ud800``."""
+    return html.escape(text.encode("utf-8", "backslashreplace").decode("utf-8"), quote=True)
 
 
 def _csp_hash(text: str) -> str:

@@ -96,6 +96,6 @@ class JUnitSink:
 
 
 def _clean(text: str) -> str:
-    """Text XML 1.0 can hold: characters it forbids (controls, lone surrogates) become ``?``."""
-    text = text.encode("utf-8", "replace").decode("utf-8")
+    r"""Text XML 1.0 can hold: a lone surrogate shows as ``\ud800``, a forbidden control ``?``."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return _FORBIDDEN.sub("?", text)

@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 from citemark._artifacts import (
     ModelIdentity,
     citemark_version,
+    remove_stale_temporaries,
     utc_now,
     write_report_atomically,
 )
 from citemark._check.html import HTML_NAME, HtmlSink
+from citemark._check.junit import JUNIT_NAME
 from citemark._check.sinks import (
     FORMATS,
     ROWS_NAME,
@@ -163,6 +165,9 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         total = _count_lines(handle) if progress is not None else 0
         ticker = _Ticker(progress, total)
         out.mkdir(parents=True, exist_ok=True)
+        # What an earlier, killed run left half-written is removed before this run
+        # opens its own temporary files.
+        remove_stale_temporaries(out, _OUTPUT_NAMES)
         options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern)
         html = HtmlSink(options)
         sinks: list[CheckSink] = [JsonlSink(options), html]
@@ -210,6 +215,11 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     )
     report_path = write_report_atomically(out / REPORT_NAME, report)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
+
+
+# Every file a run may write, so a later run can remove what a killed one left.
+# A new sink adds its file's name here.
+_OUTPUT_NAMES: Final = (REPORT_NAME, ROWS_NAME, HTML_NAME, JUNIT_NAME)
 
 
 def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed explicitly

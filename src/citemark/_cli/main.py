@@ -92,6 +92,7 @@ class _UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    _escape_unencodable_output()
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -107,6 +108,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, str(exc), EXIT_CHAT, **facts)
     except KeyboardInterrupt:
         return _fail(args, "interrupted", 130)
+
+
+def _escape_unencodable_output() -> None:
+    r"""Print what the terminal's encoding cannot hold as ``\uXXXX`` escapes, never crash.
+
+    A model may send a lone surrogate (JSON ``"\ud800"``) and a file name may hold
+    one (bytes that are not UTF-8); a strict stream raises on the first such
+    character, after the command's work is done. Escaped, the text survives, and in
+    ``--json`` output the escape is the JSON escape that reads back as the same string.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -345,7 +360,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=120.0,
-        help="seconds to wait for the model's reply (default 120; connecting waits 5)",
+        help="seconds the whole model call may take (default 120; connecting waits 5)",
     )
 
 
@@ -435,7 +450,7 @@ def _judge_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
         type=float,
         default=120.0,
         metavar="SECONDS",
-        help="seconds to wait for each reply (default 120; connecting waits 5)",
+        help="seconds each whole judge call may take (default 120; connecting waits 5)",
     )
 
 
@@ -453,11 +468,13 @@ def _openai_chat(
     """An OpenAIChat from command-line options; a bad configuration is a usage error."""
     try:
         timeout = httpx.Timeout(connect=5.0, read=read_timeout, write=30.0, pool=10.0)
+        # --timeout bounds the whole call, as a plain number does for OpenAIChat.
         return OpenAIChat(
             base_url,
             model,
             api_key,
             timeout=timeout,
+            deadline=read_timeout,
             max_tokens=generation.max_tokens,
             temperature=generation.temperature,
             seed=generation.seed,

@@ -26,6 +26,12 @@ cannot tell them apart). Quotes are compared after normalizing whitespace and
 quotes and must be at least two characters. ``claim_span`` is advisory: kept as
 ``response_span`` when it occurs in the response, never binding.
 
+Verification costs at most one evidence check per graded occurrence: a second (or
+fifteen-thousandth) verdict for an occurrence already seen is not verified at all,
+since the reply is contradictory whatever it says, and each (block, quote) pair is
+checked once. A looping model's reply therefore costs time linear in the reply plus
+the context, not their product.
+
 Finally the reply must cover the row: exactly one verdict per occurrence (two are a
 contradiction), a verified verdict for every occurrence (a discarded one established
 nothing), and a score in the band the verified verdicts allow.
@@ -242,17 +248,34 @@ def _verify(
             normalized[label] = normalize_quoted(blocks[label])
         return normalized[label]
 
+    checked: dict[tuple[str, str | None, str | None], str | None] = {}
+
+    def evidence(span: str | None, label: str, cited: str | None) -> str | None:
+        # Once per (quote, block, cited block): a reply repeating one quote costs one scan.
+        key = (label, cited, span)
+        if key not in checked:
+            checked[key] = _evidence_problem(
+                span, block(label), None if cited is None else block(cited)
+            )
+        return checked[key]
+
     response_text: list[str] = []
     kept: list[dict[str, Any]] = []
     discarded: list[dict[str, Any]] = []
+    seen: set[int] = set()
     for item in well_formed:
         occurrence: int = item["occurrence"]  # in range: checked by _verdict_problem
+        if occurrence in seen:
+            # A surplus verdict: the reply is contradictory whatever it says (the
+            # caller counts it from well_formed), so its evidence is never scanned.
+            continue
+        seen.add(occurrence)
         cited = graded[occurrence - 1]
         outcome: str = item["outcome"]
         record: dict[str, Any] = {"occurrence": occurrence, "cited": cited, "outcome": outcome}
         why = None
         if outcome == SUPPORTED:
-            why = _evidence_problem(item.get("context_span"), block(cited), None)
+            why = evidence(item.get("context_span"), cited, None)
         elif outcome == MISATTRIBUTED:
             marker = item.get("supporting_marker")
             if marker is None:
@@ -262,7 +285,7 @@ def _verify(
             elif marker == cited:
                 why = "supporting_block_is_cited_block"
             else:
-                why = _evidence_problem(item.get("context_span"), block(marker), block(cited))
+                why = evidence(item.get("context_span"), marker, cited)
                 record["supporting_marker"] = marker
         if why is not None:
             discarded.append({"occurrence": occurrence, "why": why})

@@ -43,6 +43,34 @@ class TestLangChainChat:
         assert CANARY not in repr(info.value)
         assert "ValueError" in str(info.value)
 
+    def test_failure_keeps_no_provider_exception_in_its_context(self):
+        """Neither __cause__ nor __context__ reaches the model's exception (issue 17, item 9)."""
+
+        class Exploding(FakeListChatModel):
+            async def ainvoke(self, *args, **kwargs):
+                raise ValueError(CANARY)
+
+        def reachable(exc):
+            seen = []
+            while exc is not None and exc not in seen:
+                seen.append(exc)
+                exc = exc.__cause__ or exc.__context__
+            return seen
+
+        def naive():
+            # The shape the bridge had: ``from None`` inside the handler.
+            try:
+                raise ValueError(CANARY)  # noqa: TRY301 - the naive shape, on purpose
+            except ValueError:
+                raise ChatError("x", provider="p", model="m") from None
+
+        with pytest.raises(ChatError) as info:
+            asyncio.run(LangChainChat(Exploding(responses=["x"])).complete("q"))
+        with pytest.raises(ChatError) as naive_info:
+            naive()
+        assert [] == [e for e in reachable(info.value) if CANARY in str(e)]
+        assert [] != [e for e in reachable(naive_info.value) if CANARY in str(e)]
+
     def test_judge_runs_on_the_users_model(self):
         """The strict judge runs on a LangChain model through the bridge."""
         reply = '{"faithful": true, "unsupported_claims": [], "reasoning": "supported"}'

@@ -59,11 +59,16 @@ class LlamaIndexChat:
         Raises:
             ChatError: the LLM raised, or returned a completion without text.
         """
+        failed: str | None = None
         try:
             completion = await self.llm.acomplete(prompt)
         except Exception as exc:  # noqa: BLE001 - any provider failure is a ChatError
-            reason = f"the LlamaIndex LLM raised {type(exc).__name__}"
-            raise ChatError(reason, provider=self.provider, model=self.model_name) from None
+            failed = type(exc).__name__
+        if failed is not None:
+            # Raised outside the handler: ``from None`` would only hide the provider's
+            # exception, which would stay reachable as ``__context__``.
+            reason = f"the LlamaIndex LLM raised {failed}"
+            raise ChatError(reason, provider=self.provider, model=self.model_name)
         text = getattr(completion, "text", None)
         if not isinstance(text, str):
             reason = "the LlamaIndex LLM returned a completion without text"
