@@ -180,5 +180,3 @@ def _unmasked(text: str) -> str:
         pos = end
     pieces.append(text[pos:])
     return "".join(pieces)
-
-

@@ -119,7 +119,7 @@ class _Scanner:
     def _advance_nns(self) -> None:
         self.offset, self.column, self.partial = self.nns, self.nns_col, False
 
-    def _advance(self, count: int, columns: bool) -> None:
+    def _advance(self, count: int, *, columns: bool) -> None:
         text, end = self.text, self.end
         while count > 0 and self.offset < end:
             if text[self.offset] == "\t":
@@ -244,7 +244,7 @@ class _Scanner:
         spans.sort()
         return spans
 
-    def _line(self, start: int, end: int) -> None:
+    def _line(self, start: int, end: int) -> None:  # noqa: PLR0915 - one branch per rule
         text, stack = self.text, self.stack
         top = stack[-1]
         if len(stack) <= 2 and start < end and text[start] not in _SPECIAL and text[start] > " ":  # noqa: PLR2004
@@ -274,8 +274,10 @@ class _Scanner:
         self.matched = matched
         self.all_closed = matched == len(stack) - 1
         container = stack[matched]
+        lazy_from = -1
         while container.kind not in {FENCE, CODE, HTML}:
             self._find_nns()
+            lazy_from = self.offset
             if not self.indent >= 4 and self._char(self.nns) not in _SPECIAL:  # noqa: PLR2004
                 self._advance_nns()
                 break
@@ -289,14 +291,14 @@ class _Scanner:
         if self.line_done:
             return
         if not self.all_closed and not self.blank and self.stack[-1].kind == PARA:
-            self.stack[-1].lines.append((self.offset, end))  # a lazy continuation line
+            # A lazy continuation line keeps its indentation, as in cmark: it can then
+            # hold no link reference definition and be no table header.
+            self.stack[-1].lines.append((lazy_from, end))
             return
         self._close_unmatched()
         tip = self.stack[-1]
         kind = tip.kind
-        if kind == PARA:
-            tip.lines.append((self.offset, end))
-        elif kind == FENCE:
+        if kind in {PARA, FENCE}:
             tip.lines.append((self.offset, end))
         elif kind == CODE:
             if not self.blank:
@@ -317,18 +319,18 @@ class _Scanner:
         if kind == QUOTE:
             if self.indent < 4 and self._char(self.nns) == ">":  # noqa: PLR2004
                 self._advance_nns()
-                self._advance(1, False)
+                self._advance(1, columns=False)
                 if self._char(self.offset) in {" ", "\t"}:
-                    self._advance(1, True)
+                    self._advance(1, columns=True)
                 return 0
             return 1
         if kind == ITEM:
-            if self.blank:
-                if block.empty:
-                    return 1
+            # cmark's order: enough indentation continues the item even on a blank
+            # line; a blank line otherwise continues it only if it has content.
+            if self.indent >= block.a:
+                self._advance(block.a, columns=True)
+            elif self.blank and not block.empty:
                 self._advance_nns()
-            elif self.indent >= block.a:
-                self._advance(block.a, True)
             else:
                 return 1
             return 0
@@ -345,12 +347,12 @@ class _Scanner:
                     return 2
             i = block.b
             while i > 0 and self._char(self.offset) in {" ", "\t"}:
-                self._advance(1, True)
+                self._advance(1, columns=True)
                 i -= 1
             return 0
         if kind == CODE:
             if self.indent >= 4:  # noqa: PLR2004
-                self._advance(4, True)
+                self._advance(4, columns=True)
             elif self.blank:
                 self._advance_nns()
             else:
@@ -368,9 +370,9 @@ class _Scanner:
         if not indented:
             if char == ">":
                 self._advance_nns()
-                self._advance(1, False)
+                self._advance(1, columns=False)
                 if self._char(self.offset) in {" ", "\t"}:
-                    self._advance(1, True)
+                    self._advance(1, columns=True)
                 self._add(QUOTE)
                 return 1
             if char == "#" and _ATX.match(text, nns, end):
@@ -420,7 +422,7 @@ class _Scanner:
         if (not indented or container.kind == LIST) and self._item(container):
             return 1
         if indented and self.stack[-1].kind != PARA and not self.blank:
-            self._advance(4, True)
+            self._advance(4, columns=True)
             self._add(CODE)
             return 2
         if (
@@ -463,10 +465,10 @@ class _Scanner:
             return False
         marker_offset = self.indent
         self._advance_nns()
-        self._advance(size, True)
+        self._advance(size, columns=True)
         spaces_col, spaces_offset = self.column, self.offset
         while True:
-            self._advance(1, True)
+            self._advance(1, columns=True)
             if not (self.column - spaces_col < 5 and self._char(self.offset) in {" ", "\t"}):  # noqa: PLR2004
                 break
         spaces = self.column - spaces_col
@@ -474,7 +476,7 @@ class _Scanner:
             padding = size + 1
             self.column, self.offset, self.partial = spaces_col, spaces_offset, False
             if self._char(self.offset) in {" ", "\t"}:
-                self._advance(1, True)
+                self._advance(1, columns=True)
         else:
             padding = size + spaces
         self._close_unmatched()
@@ -487,10 +489,13 @@ class _Scanner:
     def _table(self, para: _Block) -> int:
         """A delimiter row under a paragraph whose last line has as many cells: a table."""
         text = self.text
+        if para.b or not para.lines:
+            return 0
         count = len(_cells(text, self.nns, self.end))
         header = para.lines[-1]
         cells = _cells(text, *header)
         if len(cells) != count:
+            para.b = 1  # as cmark-gfm: a paragraph is tried for a table once
             return 0
         self._close_unmatched()
         self.stack.pop()
@@ -516,9 +521,11 @@ class _Scanner:
 
 
 def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The trimmed cells of a table row: split at unescaped pipes, outer pipes optional."""
-    while start < end and text[start] in " \t":
-        start += 1
+    """The trimmed cells of a table row: split at unescaped pipes, outer pipes optional.
+
+    Indentation before a leading pipe makes an empty first cell, as in cmark-gfm (only
+    a lazy continuation line still has it here).
+    """
     while end > start and text[end - 1] in " \t":
         end -= 1
     if start < end and text[start] == "|":
@@ -537,7 +544,8 @@ def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
     if cell < end or not cells:
         cells.append((cell, end))
     out = []
-    for a, b in cells:
+    for cell_start, cell_end in cells:
+        a, b = cell_start, cell_end
         while a < b and text[a] in " \t":
             a += 1
         while b > a and text[b - 1] in " \t":

@@ -53,6 +53,7 @@ _AUTOLINK = re.compile(
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*+>"  # e-mail autolink
 )
 _TAG = re.compile(f"{OPEN_TAG}|{CLOSE_TAG}")
+_LETTER = re.compile(r"[A-Za-z]")
 _CLOSERS = (("<!--", "-->"), ("<?", "?>"), ("<![CDATA[", "]]>"))
 
 
@@ -80,10 +81,9 @@ class _RawHtml:
                     self.missing.add(closer)
                     return -1
                 return found + len(closer)
-        if text.startswith("<!", pos, end) and pos + 2 < end and text[pos + 2].isascii():
-            if text[pos + 2].isalpha():  # a declaration such as <!DOCTYPE html>
-                found = text.find(">", pos + 2, end)
-                return found + 1 if found >= 0 else -1
+        if text.startswith("<!", pos, end) and pos + 2 < end and _LETTER.match(text, pos + 2):
+            found = text.find(">", pos + 2, end)  # a declaration such as <!DOCTYPE html>
+            return found + 1 if found >= 0 else -1
         return -1
 
 
@@ -147,6 +147,7 @@ def normalize_label(label: str) -> str:
 _TOKEN = re.compile(r"[`\[\]<]")
 _TOKEN_CODE_ONLY = re.compile(r"`")
 _BACKTICKS = re.compile(r"`++")
+_MAX_BACKTICKS = 1000  # as cmark: a longer run never opens or closes a code span
 _SIMPLE_PAIR = re.compile(r"\[[^\[\]`\\<]*+\]")
 
 
@@ -165,7 +166,7 @@ class InlineScanner:
         self.labels = labels  # normalized labels of the document's definitions
         self.raw = _RawHtml()
 
-    def scan(self, text: str, start: int, end: int, spans: list[Span]) -> None:
+    def scan(self, text: str, start: int, end: int, spans: list[Span]) -> None:  # noqa: PLR0915
         """Append the masked ranges of ``text[start:end]`` to ``spans``, in order."""
         ordered: list[tuple[int, int]] = []
         pos = text.find("`", start, end)
@@ -173,17 +174,21 @@ class InlineScanner:
             run_end = _BACKTICKS.match(text, pos, end).end()  # type: ignore[union-attr]
             ordered.append((pos, run_end))
             pos = text.find("`", run_end, end)
-        runs: dict[int, list[int]] = {}
-        for run_start, run_end in ordered:
-            runs.setdefault(run_end - run_start, []).append(run_start)
-        cursor = dict.fromkeys(runs, 0)
-        links = (
-            self.labels or text.find("](", start, end) >= 0 or text.find("<", start, end) >= 0
-        )
+        # cmark's memory of the scan for closing runs: where it last saw a run of
+        # each length, and whether a scan has reached the end. A closer is looked for
+        # only where that memory says one may still come, which keeps this linear,
+        # and is kept even where it forgets a closer that is there: cmark decides.
+        last_seen: dict[int, int] = {}
+        scanned = False
+        ri = 0  # index in ordered of the run at the cursor
+        links = self.labels or text.find("](", start, end) >= 0 or text.find("<", start, end) >= 0
         token = _TOKEN if links else _TOKEN_CODE_ONLY
         # Openers: [position of "[", is an image, a "[" came after it].
         openers: list[list[int]] = []
-        floor = 0  # non-image openers below this index are inactive (no links in links)
+        # No links in links: once a link forms, the "[" openers before it are inactive
+        # until a new "[" is pushed, which makes them usable again. That last part is
+        # cmark's own behaviour (its no_link_openers flag), and cmark decides.
+        no_link = False
         skip_to = start
         out: list[Span] = []
         for m in token.finditer(text, start, end):
@@ -199,19 +204,21 @@ class InlineScanner:
                     length -= 1
                     if length == 0:
                         continue
-                positions = runs.get(length)
-                if positions is None:
-                    skip_to = run_end
+                while ordered[ri][1] <= pos:
+                    ri += 1
+                skip_to = run_end
+                if length > _MAX_BACKTICKS or (scanned and last_seen.get(length, -1) <= run_end):
                     continue
-                i = cursor[length]
-                while i < len(positions) and positions[i] < run_end:
-                    i += 1
-                cursor[length] = i
-                if i < len(positions):
-                    skip_to = positions[i] + length
-                    out.append(Span(open_at, skip_to, "code"))
+                for j in range(ri + 1, len(ordered)):
+                    closer_start, closer_end = ordered[j]
+                    size = closer_end - closer_start
+                    last_seen[size] = closer_start
+                    if size == length:
+                        skip_to = closer_end
+                        out.append(Span(open_at, skip_to, "code"))
+                        break
                 else:
-                    skip_to = run_end
+                    scanned = True
             elif char == "<":
                 if _escaped(text, pos, skip_to):
                     continue
@@ -227,36 +234,34 @@ class InlineScanner:
             elif char == "[":
                 if _escaped(text, pos, skip_to):
                     continue
+                image = pos > start and text[pos - 1] == "!" and not _escaped(text, pos - 1, start)
+                if openers:
+                    openers[-1][2] = 1
+                if not image:
+                    no_link = False
                 if not self.labels:
                     # A pair with nothing inside that could open anything, and no "("
                     # after it, is pushed and popped again without forming a link.
                     simple = _SIMPLE_PAIR.match(text, pos, end)
                     if simple is not None and text[simple.end() : simple.end() + 1] != "(":
                         skip_to = simple.end()
-                        if openers:
-                            openers[-1][2] = 1
                         continue
-                if openers:
-                    openers[-1][2] = 1
-                image = pos > start and text[pos - 1] == "!" and not _escaped(text, pos - 1, start)
                 openers.append([pos, int(image), 0])
             elif not _escaped(text, pos, skip_to) and openers:
-                opener_pos, image, after = openers.pop()
-                active = image or len(openers) >= floor
-                floor = min(floor, len(openers))
-                if not active:
+                opener_pos, is_image, after = openers.pop()
+                if not is_image and no_link:
                     continue
                 stop, kind = self._link_end(text, pos + 1, end, opener_pos, after)
                 if stop < 0:
                     continue
-                if image:
+                if is_image:
                     while out and out[-1].start >= opener_pos - 1:
                         out.pop()  # all of an image is hidden, its inner spans too
                     out.append(Span(opener_pos - 1, stop, "image"))
                 else:
                     if stop > pos + 1 and kind:
                         out.append(Span(pos + 1, stop, kind))
-                    floor = len(openers)
+                    no_link = True
                 skip_to = stop
         spans.extend(out)
 
@@ -277,6 +282,6 @@ class InlineScanner:
             return (pos + size, "link_label") if key in self.labels else (-1, "")
         if bracket_after:
             return -1, ""
-        if normalize_label(text[opener : pos]) in self.labels:
+        if normalize_label(text[opener:pos]) in self.labels:
             return pos + size, ""
         return -1, ""
