@@ -247,6 +247,17 @@ class _Scanner:
     def _line(self, start: int, end: int) -> None:  # noqa: PLR0915 - one branch per rule
         text, stack = self.text, self.stack
         top = stack[-1]
+        if len(stack) == 2 and top.kind == FENCE:  # noqa: PLR2004 - fenced code, outside containers
+            first = start
+            while first < end and first - start < 4 and text[first] == " ":  # noqa: PLR2004
+                first += 1
+            if first - start == 4 or first >= end or text[first] != text[top.c]:  # noqa: PLR2004
+                top.lines.append((start, end))
+                return
+        if start == end and len(stack) <= 2 and top.kind in {DOC, PARA}:  # noqa: PLR2004
+            if top.kind == PARA:
+                self._finalize(stack.pop())  # an empty line ends the paragraph
+            return
         if len(stack) <= 2 and start < end and text[start] not in _SPECIAL and text[start] > " ":  # noqa: PLR2004
             # Fast path: a line that starts with ordinary text, outside containers.
             if top.kind == PARA:
