@@ -17,6 +17,7 @@ Everything is linear in the length of the text.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from citemark._md_inline import (
     CLOSE_TAG,
@@ -606,11 +607,13 @@ def _join(text: str, lines: list[tuple[int, int]]) -> tuple[str, list[int]]:
 def _map(span: Span, lines: list[tuple[int, int]], starts: list[int]) -> list[Span]:
     """Map a span of the joined lines back onto the text, one piece per line."""
     out = []
-    for (start, end), at in zip(lines, starts, strict=True):
-        length = end - start
-        lo, hi = max(span.start, at), min(span.end, at + length)
+    i = max(bisect_right(starts, span.start) - 1, 0)
+    while i < len(lines) and starts[i] < span.end:
+        (start, end), at = lines[i], starts[i]
+        lo, hi = max(span.start, at), min(span.end, at + end - start)
         if lo < hi:
             out.append(Span(start + lo - at, start + hi - at, span.kind))
+        i += 1
     return out
 
 
