@@ -140,20 +140,30 @@ def _may_mask(text: str) -> bool:
 
     Code needs a backtick, a tilde fence or indentation (four spaces or a tab);
     links, images and definitions need ``](`` or ``]:``; raw HTML and autolinks need
-    ``<``; a hidden table cell needs ``|``. Searching for ``](`` directly is slow in
-    text full of markers (every ``]`` is a false start), so each ``(`` is looked at
-    instead: answers have few.
+    ``<``; a hidden table cell needs ``|``. Only one-character searches run over the
+    whole text (they are a C ``memchr``; a longer needle is scanned character by
+    character): ``](`` and ``]:`` are looked for at each ``(`` and ``:``, ``~~~`` only
+    if a ``~`` is there, and four spaces only where indentation can be, at the start
+    of a line after nothing but spaces and container markers (`_INDENTED`).
     """
-    if "`" in text or "<" in text or "|" in text or "~~~" in text:
+    if "`" in text or "<" in text or "|" in text or "\t" in text:
         return True
-    if "    " in text or "\t" in text or "]:" in text:
+    if "~" in text and "~~~" in text:
         return True
-    paren = text.find("(", 1)
-    while paren >= 0:
-        if text[paren - 1] == "]":
-            return True
-        paren = text.find("(", paren + 1)
-    return False
+    for char in "(:":
+        at = text.find(char, 1)
+        while at >= 0:
+            if text[at - 1] == "]":
+                return True
+            at = text.find(char, at + 1)
+    return _INDENTED.match(text) is not None or _INDENTED_LINE.search(text) is not None
+
+
+# Four spaces after nothing but spaces, block quote and list markers at a line start:
+# the only place indented code can begin (a tab is looked for on its own).
+_LINE_PREFIX = r"(?:[>*+\-0-9.)]| (?!   ))*+    "
+_INDENTED = re.compile(_LINE_PREFIX)
+_INDENTED_LINE = re.compile("\n" + _LINE_PREFIX)
 
 
 def _groups(text: str) -> list[re.Match[str]]:
