@@ -67,6 +67,13 @@ _T1_NAMES = re.compile(r"</?(?:script|pre|style|textarea)\b", re.IGNORECASE)
 _DELIMITER_ROW = re.compile(r"\|?+[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?+[ \t]*+$")
 # Characters that may start a block other than a paragraph (or indentation).
 _SPECIAL = frozenset("#`~<*+-_=>0123456789|:")
+# A run of lines that are paragraph text or bullet items with paragraph text: a
+# line starting with none of _SPECIAL nor a space, or "- " and such a character.
+# The last bullet's marker is group 1.
+_PLAIN_LINE = r"[^\x00-\x20#`~<*+\-_=>0-9|:][^\n]*+(?:\n|\Z)"
+_SIMPLE_BLOCK = re.compile(rf"(?:{_PLAIN_LINE})*+(?:([-+*]) {_PLAIN_LINE}(?:{_PLAIN_LINE})*+)*+")
+# A closing fence line (for a fence opened at column 0).
+_FENCE_LINE = re.compile(r"^ {0,3}+(`{3,}+|~{3,}+)[ \t]*+$", re.MULTILINE)
 
 # Block kinds.
 DOC, QUOTE, LIST, ITEM, PARA, FENCE, CODE, HTML, TABLE = range(9)
@@ -210,7 +217,16 @@ class _Scanner:
         text = self.text
         pos, n = 0, len(text)
         if "\r" not in text:
+            stack = self.stack
             while pos < n:
+                if stack[-1].kind in _CONTAINERS:
+                    if len(stack) == 1 and text[pos] == "\n":
+                        pos += 1  # an empty line with nothing open
+                        continue
+                    skipped = self._skip(pos)
+                    if skipped >= 0:
+                        pos = skipped
+                        continue
                 end = text.find("\n", pos)
                 if end < 0:
                     end = n
@@ -245,6 +261,69 @@ class _Scanner:
         spans.sort()
         return spans
 
+    def _skip(self, pos: int) -> int:
+        """Read a simple block at a line start with no leaf open; where reading goes on.
+
+        Two blocks are read whole, without the line loop: a top-level fenced code
+        block that closes, and a block of plain lines and bullet items (each "- "
+        and a character that starts nothing) that ends at an empty line or the end
+        of the text and holds nothing inline that can mask. A line starting at column
+        0 with none of the container markers closes every open container, so the
+        stack is cut back to the document, and left as a list item after a list, as
+        the line loop leaves it. -1 where the block is not one of these.
+        """
+        text, stack = self.text, self.stack
+        if text[pos] in "`~":
+            return self._skip_fence(pos)
+        m = _SIMPLE_BLOCK.match(text, pos)
+        if m is None:
+            return -1
+        stop = m.end()
+        if stop == pos or (stop < len(text) and text[stop] != "\n") or not self._inert(pos, stop):
+            return -1
+        del stack[1:]
+        if m.group(1) is not None:
+            stack.append(_Block(LIST, ord(m.group(1)), 0))
+            item = _Block(ITEM, 2)
+            item.empty = False
+            stack.append(item)
+        while stop < len(text) and text[stop] == "\n":
+            stop += 1
+        return stop
+
+    def _inert(self, start: int, end: int) -> bool:
+        """Whether inline parsing of ``text[start:end]`` would find nothing to mask.
+
+        That needs a backtick, a ``<`` or a ``](``, or a definition somewhere in the
+        text (for reference links); content without them need not be queued.
+        """
+        text = self.text
+        return (
+            not self.may_define
+            and text.find("`", start, end) < 0
+            and text.find("<", start, end) < 0
+            and (text.find("(", start, end) < 0 or text.find("](", start, end) < 0)
+        )
+
+    def _skip_fence(self, pos: int) -> int:
+        """A fenced code block at column 0 that closes: mask it whole, return what follows."""
+        text = self.text
+        eol = text.find("\n", pos)
+        if eol < 0:
+            return -1
+        opener = _FENCE.match(text, pos, eol)
+        if opener is None:
+            return -1
+        char, size = text[pos], opener.end() - pos
+        close = _FENCE_LINE.search(text, eol + 1)
+        while close is not None and (close.group(1)[0] != char or len(close.group(1)) < size):
+            close = _FENCE_LINE.search(text, close.end())
+        if close is None:
+            return -1  # it runs to the end of the text: the line loop reads it
+        del self.stack[1:]
+        self.spans.append(Span(pos, close.end(), "code"))
+        return close.end() + 1
+
     def _line(self, start: int, end: int) -> None:  # noqa: PLR0915 - one branch per rule
         text, stack = self.text, self.stack
         top = stack[-1]
@@ -259,6 +338,11 @@ class _Scanner:
             if top.kind == PARA:
                 self._finalize(stack.pop())  # an empty line ends the paragraph
             return
+        if len(stack) == 2 and top.kind == TABLE and start < end:  # noqa: PLR2004 - a top-level table
+            lead = text[start]
+            if lead == "|" or (lead not in _SPECIAL and lead > " "):
+                self._row(top.a, start, end)  # a row: no other block starts with these
+                return
         if len(stack) <= 2 and start < end and text[start] not in _SPECIAL and text[start] > " ":  # noqa: PLR2004
             # Fast path: a line that starts with ordinary text, outside containers.
             if top.kind == PARA:
@@ -515,18 +599,22 @@ class _Scanner:
             # As cmark-gfm: the lines above the header stay a paragraph, and are
             # not read for link reference definitions.
             self.inline.append(para.lines[:-1])
-        for cell in cells:
-            if cell[0] < cell[1]:
-                self.inline.append([cell])
+        if not self._inert(*header):
+            for cell in cells:
+                if cell[0] < cell[1]:
+                    self.inline.append([cell])
         self._add(TABLE, count)
         self.line_done = True
         return 2
 
     def _row(self, count: int, start: int, end: int) -> None:
+        inert = self._inert(start, end)
         for i, (cell_start, cell_end) in enumerate(_cells(self.text, start, end)):
             if cell_start >= cell_end:
                 continue
             if i < count:
+                if inert:
+                    continue
                 self.inline.append([(cell_start, cell_end)])
             else:
                 self.spans.append(Span(cell_start, cell_end, "table_overflow"))

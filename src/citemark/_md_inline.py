@@ -168,6 +168,13 @@ class InlineScanner:
 
     def scan(self, text: str, start: int, end: int, spans: list[Span]) -> None:  # noqa: PLR0915
         """Append the masked ranges of ``text[start:end]`` to ``spans``, in order."""
+        if (
+            not self.labels
+            and text.find("`", start, end) < 0
+            and text.find("<", start, end) < 0
+            and text.find("](", start, end) < 0
+        ):
+            return  # nothing here can start a masked construct
         ordered: list[tuple[int, int]] = []
         pos = text.find("`", start, end)
         while pos >= 0:
