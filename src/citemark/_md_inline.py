@@ -165,6 +165,7 @@ class InlineScanner:
     def __init__(self, labels: set[str]) -> None:
         self.labels = labels  # normalized labels of the document's definitions
         self.raw = _RawHtml()
+        self.last_paren = -1  # the last ")" of the content being scanned
 
     def scan(self, text: str, start: int, end: int, spans: list[Span]) -> None:  # noqa: PLR0915
         """Append the masked ranges of ``text[start:end]`` to ``spans``, in order."""
@@ -175,6 +176,7 @@ class InlineScanner:
             and text.find("](", start, end) < 0
         ):
             return  # nothing here can start a masked construct
+        self.last_paren = text.rfind(")", start, end)
         ordered: list[tuple[int, int]] = []
         pos = text.find("`", start, end)
         while pos >= 0:
@@ -276,8 +278,8 @@ class InlineScanner:
         self, text: str, pos: int, end: int, opener: int, bracket_after: int
     ) -> tuple[int, str]:
         """After a ``]`` at ``pos - 1``: where the link ends and what its tail is, or -1."""
-        if text.startswith("(", pos, end):
-            m = _LINK_TAIL.match(text, pos, end)
+        if text.startswith("(", pos, end) and pos < self.last_paren:
+            m = _LINK_TAIL.match(text, pos, end)  # a tail ends at a ")": none, no tail
             if m is not None:
                 return m.end(), "link_destination"
         if not self.labels:
