@@ -68,17 +68,21 @@ CASES: list[tuple[str, list[int]]] = [
     ("(see) [x](https://e/[2]) and [3]", [3]),  # a "(" first must not hide the link
     ("[3](https://x) and [x](y [4])", [3, 4]),  # "[4]" is no title: not a link
     ("[x](<https://e/[2]>)", []),
-    ('[x](https://e/[2] "t [5]")', [5]),  # a title is no destination: it cites
+    ('[x](https://e/[2] "t [5]")', []),  # a title is an attribute: hidden (issue 11)
     ("[x](https://e/(a)[2])", []),
     ("[x](https://e/[2]", [2]),  # unclosed: not a link
     ("[x]\n(https://e/[2])", [2]),
     ("[x] (https://e/[2])", [2]),
-    ("![1](img/[2].png)", [1]),
+    ("![1](img/[2].png)", []),  # alt text is an attribute: hidden (issue 11)
+    ("[1](img/[2].png)", [1]),
     ("[[a](u1)](u2[3])", [3]),  # links cannot contain links
     ("[a](u1) [b](u2[4]) [5]", [5]),
     ("[a `]`](u[2])", []),
     ("[`x`](u[2]) [3]", [3]),
-    ("[1]: https://x", [1]),  # reference definitions are not recognized: cite
+    ("[1]: https://x", []),  # a reference definition renders as nothing (issue 11)
+    ("[1]: https://x\n\n[1]", [1]),  # its shortcut reference shows "1" as link text
+    ("[a][1]\n\n[1]: https://x", []),  # a full reference's label is consumed
+    ("[a][1]\n\n[2]", [1, 2]),  # no definition: no link, both cite
     ("[a \\[1] b](u[2])", [1, 2]),  # an escaped "[" opens nothing; "]" closes "[a"
     # -- inline code spans ----------------------------------------------------------
     ("`[1]`", []),
@@ -135,19 +139,27 @@ CASES: list[tuple[str, list[int]]] = [
     ('a <a title="`"> [1] `', [1]),
     ("a <!-- ` --> [1] `", [1]),
     ("a <?php ` ?> [1] `", [1]),
-    ('a [x <b c="](z[1])">', [1]),
-    ("a <http://e/[2]> b", [2]),  # an autolink's own text is not masked: cites
+    ('a [x <b c="](z[1])">', []),  # an attribute of raw HTML (issue 11)
+    ("a <http://e/[2]> b", []),  # an autolink's URL is no marker group (issue 11)
     ("a <b `[1]` [2]", [2]),  # no tag after all: the code span stands
     # -- raw HTML and indented code cite ---------------------------------------------
     ("<foo>\n` [3] `", [3]),  # an HTML block of type 7
-    ("<e>\xa0\n~~~[9]", [9]),  # type 7 ends in any whitespace
+    ("<e>\xa0\n~~~[9]", []),  # no type-7 block (NBSP is no whitespace): a fence
     ("See [a](<b>[9]) here.", [9]),  # "<b>" is raw HTML: no raw destination starts with "<"
     ("- `[9]\n1.\n`", [9]),  # a list item after a lost container starts a block
     ("> `[9]\n2. x\n`", [9]),
     ("[a]: `x\n[9] `", [9]),  # a definition's line is no inline content
     ('[a]: <u> "t"\n`x [9]`', []),  # after the definition, inline parsing resumes
     ("<div>\n`[1]`\n</div>", [1]),
-    ("    `[1]`", [1]),
+    ("    `[1]`", []),  # indented code (issue 11)
+    ("- a\n\n    [1]", [1]),  # a four-space list continuation is no code
+    ("> b\n>\n>     [1]", []),  # indented code inside a quote
+    ("> b\n>     [1]", [1]),  # but not as a paragraph's continuation
+    ("> a\n> <b\n> title='[1]'>", []),  # a tag continued on a quoted line
+    ("> [a](u\n> '[1]')", []),  # a title continued on a quoted line
+    ("> [a]:\n> u '[1]'\n\n[2]", [2]),  # a definition spanning quoted lines
+    ("| a | b |\n|---|---|\n| [1] | `[2]` | [3] |", [1]),  # cells; one past the header
+    ("<div>\n[1] <i title='[2]'>\n</div>", [1]),  # HTML block: data cites, tags do not
     ("# Heading [1]", [1]),
 ]
 

@@ -59,7 +59,16 @@ class TestMaskedSpans:
         assert sorted(bounds) == bounds
         assert all(span.start < span.end for span in spans)
         assert all(0 <= x <= len(text) for x in bounds)
-        assert {span.kind for span in spans} <= {"code", "link_destination"}
+        assert {span.kind for span in spans} <= {
+            "code",
+            "link_destination",
+            "link_label",
+            "definition",
+            "image",
+            "autolink",
+            "html",
+            "table_overflow",
+        }
 
     @settings(max_examples=300)
     @given(TEXTS)

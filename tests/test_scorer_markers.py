@@ -391,9 +391,14 @@ class TestCodeAndLinks:
         """An inline code span crossing a line ending is still code."""
         assert [] == classified("Fee [doc-1]. `refs\n[doc-99]` end.")["fabricated"]
 
-    def test_indented_code_is_not_excluded(self):
-        """Four-space indentation is not treated as code, so its markers still count."""
-        assert ["doc-99"] == classified("Fee [doc-1].\n\n    refs[doc-99]\n")["fabricated"]
+    def test_indented_code_is_excluded(self):
+        """Four-space indentation after a blank line is code (issue 11), so it is not read."""
+        assert [] == classified("Fee [doc-1].\n\n    refs[doc-99]\n")["fabricated"]
+
+    def test_list_continuation_is_not_code(self):
+        """Four spaces continuing a list item are prose: its markers count."""
+        response = "- Fee [doc-1].\n\n    refs[doc-99]\n"
+        assert ["doc-99"] == classified(response)["fabricated"]
 
     def test_markers_in_code_are_excluded_and_offsets_stay_valid(self):
         """Code is located rather than stripped: offsets of markers after it index the response."""

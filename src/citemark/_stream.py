@@ -1,17 +1,18 @@
 """Streaming resolution: fail fast on a cited marker that cannot be valid.
 
 Both adapters stream model output through `StreamingResolver`. It passes text
-through unchanged and raises `MarkerOutOfRangeError` as soon as an out-of-range
-marker is *certainly* a citation: its group is complete and nothing before it could
-still turn it into code or a link destination (an unmatched backtick run or an
-unfinished ``](`` in its paragraph, which later text might close). When the stream
-ends, `finish` resolves the whole text exactly as `citemark.resolve` does, so a
-stream can never accept what `resolve` would reject, and vice versa.
+through unchanged and raises `MarkerOutOfRangeError` once an out-of-range marker is
+*certainly* a citation and every marker before it is settled too: its group is
+complete and nothing later can hide it (see `_settled`), so the error names the
+same marker `citemark.resolve` names for the whole text, and is never raised for a
+text `resolve` accepts. A marker that is masked now keeps waiting: later text may
+still show it. When the stream ends, `finish` resolves the whole text exactly as
+`citemark.resolve` does.
 
 A marker split across chunks (``"[1"`` then ``"2]"``) is handled: the scan keeps
 only a ``[`` that later text could still close as a group. Feeding is linear in
-the text; while an out-of-range marker waits for certainty, each chunk that could
-settle it re-reads the whole text once.
+the text; while an out-of-range marker waits for certainty, each chunk re-reads the
+whole text once.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class StreamingResolver:
         if "]" in chunk:
             self._find_groups()
         self._trim()
-        if self._waiting and ("]" in chunk or "`" in chunk or ")" in chunk or "\n" in chunk):
+        if self._waiting:
             self._raise_if_certain()
         return chunk
 
@@ -156,41 +157,56 @@ class StreamingResolver:
             self._tail_at += length
 
     def _raise_if_certain(self) -> None:
+        """Raise for the first waiting marker once it, and all before it, are settled.
+
+        Markers wait in text order. A settled marker that is masked is certainly no
+        citation and is dropped; a settled visible one raises. An unsettled marker
+        (masked or not) stops the walk, so no later marker is named before it: the
+        error always names the marker `resolve` would name.
+        """
         text = self.text
         spans = masked_spans(text)
-        still_waiting = []
-        for start, number in self._waiting:
+        self._waiting.sort()
+        kept = []
+        for index, (start, number) in enumerate(self._waiting):
+            end = text.index("]", start) + 1
+            if not _settled(text, start, end):
+                kept = self._waiting[index:]
+                break
             if any(s <= start < e for s, e, _ in spans):
-                continue  # code or a link destination now; finish() has the last word
-            if _could_still_change(text, start):
-                still_waiting.append((start, number))
-                continue
+                continue  # certainly masked: never a citation
             raise MarkerOutOfRangeError(number, len(self._sources), self._base)
-        self._waiting = still_waiting
+        self._waiting = kept
 
 
-def _could_still_change(text: str, start: int) -> bool:
-    """Whether text appended later could mask the group at ``start``.
+# HTML that may close after blank lines (CommonMark HTML blocks of types 1 to 5).
+_LONG_HTML = re.compile(r"<!|<\?|<(?:script|pre|style|textarea)", re.IGNORECASE)
+# What may precede a group that could still become a definition's label.
+_LINE_PREFIX = re.compile(r"[ \t>*+\-0-9.)]*")
 
-    Looks back to the last blank line (paragraphs bound code spans and links): an
-    unmatched backtick run or an unfinished ``](`` there might still close around
-    the group, unless a blank line after the group has already ended the paragraph.
-    Unmatched is judged against the masked spans, so runs that already opened and
-    closed a span do not count.
+
+def _settled(text: str, start: int, end: int) -> bool:
+    """Whether no text appended later can change whether the group at ``start`` is seen.
+
+    Conservative: a group waits while anything before it in its paragraph could
+    still close around it (a backtick run, ``<``, ``](``, a definition), while it
+    could become a reference link's label or part of an image (a later definition
+    decides those, wherever it comes), or while an HTML comment, processing
+    instruction or raw-text element before it may still close.
     """
-    if _BLANK_LINE.search(text, start):
-        return False  # the paragraph has ended: nothing before the group can close now
+    if _LONG_HTML.search(text, 0, start):
+        return False
     floor = 0
     for m in _BLANK_LINE.finditer(text, 0, start):
         floor = m.end()
-    spans = [(s, e) for s, e, _ in masked_spans(text) if e > floor and s < start]
-    region = text[floor:start]
-    if "`" not in region and "](" not in region:
+    region = text[floor:end]
+    if "![" in region or "][" in region or text[start - 1 : start] == "]":
         return False
-    for offset, char in enumerate(region):
-        pos = floor + offset
-        if char not in "`(" or any(s <= pos < e for s, e in spans):
-            continue
-        if char == "`" or (char == "(" and text[pos - 1 : pos] == "]"):
-            return True
-    return False
+    if region.count("[") > 1 and "](" in text[floor:]:
+        return False  # a later definition could turn a bracket pair into a link
+    line = text.rfind("\n", 0, start) + 1
+    if _LINE_PREFIX.fullmatch(text, line, start) and text[end : end + 1] in {"", ":"}:
+        return False  # "[9]:" would be a link reference definition
+    if _BLANK_LINE.search(text, end):
+        return True  # the paragraph has ended
+    return not any(mark in region for mark in ("`", "<", "](", "]:"))

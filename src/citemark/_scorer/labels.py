@@ -261,7 +261,10 @@ def classify_labelled(
         # link destination, which are counted and never read.
         while i < len(spans) and spans[i].end <= start:
             i += 1
-        if i < len(spans) and spans[i].start < end:
+        j = i
+        while j < len(spans) and spans[j].start < end and _own_markup(spans[j], start, end):
+            j += 1  # a custom syntax such as <<id>> reads as a tag: not hidden by itself
+        if j < len(spans) and spans[j].start < end:
             in_code += 1
             continue
         link_end = links.get(end)
@@ -403,6 +406,11 @@ def _bracketed_labels(context: str, pattern: re.Pattern[str]) -> set[str]:
     for match in pattern.finditer(context):
         found.update(_labels_in(match))
     return found
+
+
+def _own_markup(span: MaskedSpan, start: int, end: int) -> bool:
+    """Whether ``span`` is raw HTML lying inside the citation match ``start:end``."""
+    return span.kind in {"html", "autolink"} and start <= span.start and span.end <= end
 
 
 def _link_starts(text: str, spans: list[MaskedSpan] | None = None) -> dict[int, int]:

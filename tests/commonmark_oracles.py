@@ -1,0 +1,185 @@
+"""What real CommonMark implementations show as text, for the differential tests.
+
+Each oracle returns the *visible text* of a document: the text a reader of the
+rendered answer sees outside code, with every boundary a marker group cannot cross
+(a code span, a tag, emphasis, a line break, a block) written as NUL. Link text is
+visible, and its brackets are put back, so that ``[7](u)`` shows ``[7]`` as the
+source wrote it; an autolink's URL is not a marker group and is left out.
+
+- cmark 0.31.2 (the C reference implementation, through ``paka.cmark``'s XML AST),
+- markdown-it-py in CommonMark mode (tokens), with the GFM table rule enabled for
+  table documents,
+- cmark-gfm (through ``cmarkgfm``'s HTML output), for table documents.
+
+HTML blocks are opaque to the parsers; their character data is visible and their
+tags, comments and other markup are not, by CommonMark's raw-HTML grammar
+(section 6.6), implemented here on its own.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from urllib.parse import unquote
+
+import cmarkgfm
+from cmarkgfm.cmark import Options
+from markdown_it import MarkdownIt
+from paka import cmark
+
+SEP = "\x00"
+NS = "{http://commonmark.org/xml/1.0}"
+
+_ATTR = r"(?:[ \t\n]+[A-Za-z_:][A-Za-z0-9_.:-]*(?:[ \t\n]*=[ \t\n]*(?:[^ \t\n\"'=<>`]+|'[^']*'|\"[^\"]*\"))?)"
+RAW_HTML = re.compile(
+    rf"<[A-Za-z][A-Za-z0-9-]*{_ATTR}*[ \t\n]*/?>"
+    r"|</[A-Za-z][A-Za-z0-9-]*[ \t\n]*>"
+    r"|<!-->|<!--->|<!--.*?-->"
+    r"|<\?.*?\?>"
+    r"|<![A-Za-z][^>]*>"
+    r"|<!\[CDATA\[.*?\]\]>",
+    re.DOTALL,
+)
+
+
+def html_block_data(literal: str) -> str:
+    """An HTML block's content with its markup replaced by NUL."""
+    out = []
+    pos = 0
+    while pos < len(literal):
+        if literal[pos] == "<":
+            m = RAW_HTML.match(literal, pos)
+            if m is not None:
+                out.append(SEP)
+                pos = m.end()
+                continue
+        out.append(literal[pos])
+        pos += 1
+    return "".join(out)
+
+
+# --- cmark ----------------------------------------------------------------------------
+
+
+def cmark_visible(text: str) -> str:
+    """cmark 0.31.2's visible text of ``text``."""
+    xml = cmark.to_xml(text, sourcepos=True)
+    root = ET.fromstring(xml.encode())  # noqa: S314 - cmark's own output for our input
+    out: list[str] = []
+
+    def walk(node: ET.Element) -> None:
+        tag = node.tag.removeprefix(NS)
+        if tag == "text":
+            out.append(node.text or "")
+            return
+        if tag == "html_block":
+            out.append(SEP + html_block_data(node.text or "") + SEP)
+            return
+        if tag in {"code", "code_block", "html_inline", "image", "softbreak", "linebreak"}:
+            out.append(SEP)
+            return
+        if tag == "link":
+            children = list(node)
+            only = children[0].text if len(children) == 1 else None
+            dest = node.get("destination", "")
+            # An autolink: its text is its destination (cmark's inline sourcepos is not
+            # exact enough to look for the "<").
+            if only is not None and dest in {only, f"mailto:{only}"}:
+                out.append(SEP)
+                return
+            out.append(SEP + "[")
+            for child in node:
+                walk(child)
+            out.append("]" + SEP)
+            return
+        out.append(SEP)
+        for child in node:
+            walk(child)
+        out.append(SEP)
+
+    walk(root)
+    return "".join(out)
+
+
+# --- markdown-it ------------------------------------------------------------------------
+
+MD = MarkdownIt("commonmark")
+MD_TABLES = MarkdownIt("commonmark").enable("table")
+
+
+def markdown_it_visible(text: str, tables: bool = False) -> str:
+    """markdown-it-py's visible text of ``text`` (CommonMark mode, optionally GFM tables)."""
+    out: list[str] = []
+    for token in (MD_TABLES if tables else MD).parse(text):
+        if token.type == "html_block":
+            out.append(SEP + html_block_data(token.content) + SEP)
+        elif token.type == "inline":
+            auto = 0
+            for child in token.children or []:
+                if child.type == "link_open" and child.markup == "autolink":
+                    auto += 1
+                elif child.type == "link_close" and auto:
+                    auto -= 1
+                elif auto:
+                    continue
+                elif child.type == "text":
+                    out.append(child.content)
+                elif child.type == "link_open":
+                    out.append(SEP + "[")
+                elif child.type == "link_close":
+                    out.append("]" + SEP)
+                else:
+                    out.append(SEP)
+        out.append(SEP)
+    return "".join(out)
+
+
+# --- cmark-gfm --------------------------------------------------------------------------
+
+
+class _Visible(HTMLParser):
+    """Text of cmark-gfm's HTML output, outside code; link text bracketed."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.code = 0
+        self.links: list[tuple[int, str]] = []  # where each open <a> began, its href
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "code":
+            self.code += 1
+        if tag == "a" and not self.code:
+            self.links.append((len(self.out), dict(attrs).get("href") or ""))
+            self.out.append(SEP + "[")
+        else:
+            self.out.append(SEP)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "code":
+            self.code -= 1
+        if tag == "a" and not self.code and self.links:
+            at, href = self.links.pop()
+            inner = "".join(self.out[at + 1 :])
+            if href in {inner, f"mailto:{inner}"} or unquote(href) == inner:
+                del self.out[at:]  # an autolink: its URL is no marker group
+                self.out.append(SEP)
+                return
+            self.out.append("]" + SEP)
+        else:
+            self.out.append(SEP)
+
+    def handle_data(self, data: str) -> None:
+        self.out.append(SEP if self.code else data)
+
+
+def cmark_gfm_visible(text: str) -> str:
+    """cmark-gfm's visible text of ``text`` with the table extension (and no raw HTML)."""
+    html = cmarkgfm.markdown_to_html_with_extensions(
+        text, options=Options.CMARK_OPT_UNSAFE, extensions=["table"]
+    )
+    parser = _Visible()
+    parser.feed(html)
+    parser.close()
+    return "".join(parser.out)

@@ -1,0 +1,129 @@
+"""StreamingResolver equals resolve for every chunking, and never raises early.
+
+Texts are the differential test's LLM-answer shapes (quotes, lists, fences, tables,
+links, definitions, raw HTML) and hostile piece soups, resolved against three
+sources so that most planted markers are out of range.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from test_commonmark_differential import answers
+
+from citemark import (
+    MarkerOutOfRangeError,
+    Source,
+    StreamingResolver,
+    SynthesisError,
+    parse_markers,
+    resolve,
+)
+
+SOURCES = [Source(text=f"source {i}", doc_id=f"d{i}") for i in range(1, 4)]
+PIECES = [
+    "`",
+    "```\n",
+    "[",
+    "]",
+    "(",
+    ")",
+    "<!--",
+    "-->",
+    "<a title='",
+    "'>",
+    "\n",
+    "\n\n",
+    "> ",
+    "- ",
+    "    ",
+    "!",
+    ":",
+    "[9]",
+    "[2]",
+    "[1, 7]",
+    "x",
+    " ",
+    "|",
+    "|---|\n",
+    "[r]: /u",
+    "[r]",
+    "\\",
+]
+
+
+def outcome(text: str) -> tuple[str, object]:
+    try:
+        return ("ok", resolve(text, SOURCES))
+    except MarkerOutOfRangeError as exc:
+        return ("out_of_range", exc.marker)
+    except SynthesisError as exc:
+        return ("error", type(exc))
+
+
+def streamed(chunks: list[str]) -> tuple[tuple[str, object], int | None]:
+    """The stream's outcome, and the index of the chunk that raised while feeding."""
+    stream = StreamingResolver(SOURCES)
+    for index, chunk in enumerate(chunks):
+        try:
+            stream.feed(chunk)
+        except MarkerOutOfRangeError as exc:
+            return ("out_of_range", exc.marker), index
+    try:
+        return ("ok", stream.finish()), None
+    except MarkerOutOfRangeError as exc:
+        return ("out_of_range", exc.marker), None
+    except SynthesisError as exc:
+        return ("error", type(exc)), None
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    if draw(st.booleans()):
+        return draw(answers())[0].replace("[7000", "[").replace("[700", "[")
+    return "".join(draw(st.lists(st.sampled_from(PIECES), max_size=24)))
+
+
+@st.composite
+def chunkings(draw: st.DrawFn) -> tuple[str, list[str]]:
+    text = draw(texts())
+    if draw(st.booleans()):
+        return text, list(text)  # one character at a time
+    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=8)))
+    bounds = [0, *cuts, len(text)]
+    return text, [text[a:b] for a, b in pairwise(bounds) if b > a]
+
+
+class TestStreamingEqualsResolve:
+    @settings(max_examples=700, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(chunkings(), st.lists(st.sampled_from(PIECES), max_size=6))
+    @example(("Use `a [9] b\n\nThen `", list("Use `a [9] b\n\nThen `")), [])
+    @example(("`[9]` and then `", ["`[9]`", " and then `"]), ["x"])
+    @example(("[a][9] x", ["[a][9] x"]), ["\n\n[9]: /u"])
+    def test_same_result_and_never_early(self, chunked, continuation):
+        """Same result, same first out-of-range marker; an early raise holds whatever follows."""
+        text, chunks = chunked
+        result, raised_at = streamed(chunks)
+        assert outcome(text) == result
+        if raised_at is not None:
+            prefix = "".join(chunks[: raised_at + 1])
+            assert result == outcome(prefix + "".join(continuation))
+
+    CHANGING = ("[x [y] z](u[9]) and [8]", "\n\n[y]: /v")
+
+    def test_a_marker_masked_for_a_while_is_still_checked(self):
+        """A marker in a destination that a later definition turns into text is named.
+
+        The definition of ``[y]`` makes ``[y]`` a link, so the outer brackets form no
+        link and ``(u[9])`` is text: resolve names 9, and so must the stream.
+        """
+        assert ("out_of_range", 9) == outcome("".join(self.CHANGING))
+        assert ("out_of_range", 9) == streamed(list(self.CHANGING))[0]
+
+    def test_dropping_masked_markers_is_caught(self):
+        """The old rule (forget a marker masked now, raise the first visible one) names 8."""
+        first = self.CHANGING[0]
+        visible = [o.number for o in parse_markers(first) if not 0 < o.number <= len(SOURCES)]
+        assert visible[0] != outcome("".join(self.CHANGING))[1]
