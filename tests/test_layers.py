@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_judge",
                 "_observe",
                 "_redaction",
+                "_replay",
                 "_scorer",
                 "_synthesis",
             }
@@ -63,6 +64,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "otel",
                 "providers",
                 "pytest_plugin",
+                "replay",
                 "reports",
                 "syntax",
                 "testing",

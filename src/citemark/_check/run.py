@@ -35,6 +35,7 @@ from citemark._artifacts import (
     write_report_atomically,
 )
 from citemark._check.html import HTML_NAME, HtmlSink
+from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.sinks import (
     FORMATS,
     ROWS_NAME,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
     from pydantic import JsonValue
 
+    from citemark._replay.recording import JudgeCallRecorder
     from citemark._scorer.scorer import CitationScore
 
 __all__ = [
@@ -151,6 +153,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     """
     source = Path(path)
     out = Path(out_dir)
+    # With a judge, every call is recorded to judge-calls.jsonl (see judge_calls.py).
+    scorer, recorder = recording(scorer)
     created_at = utc_now()
     digest = hashlib.sha256()
     tally = _Tally()
@@ -162,6 +166,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         html = HtmlSink(options)
         sinks: list[CheckSink] = [JsonlSink(options), html]
         sinks.extend(FORMATS[name](options) for name in formats)
+        if recorder is not None:
+            sinks.append(JudgeCallsSink(options, recorder.next_row, lambda: recorder.loose))
         for sink in sinks:
             stack.callback(sink.close)
         chunk: list[CheckRow | MalformedLine] = []
@@ -174,11 +180,11 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
                 continue
             chunk.append(parsed)
             if len(chunk) >= chunk_size:
-                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks)
+                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, recorder)
                 chunk = []
                 if progress is not None:
                     progress(done, total, tally.rows + tally.malformed)
-        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks)
+        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, recorder)
         if progress is not None:
             progress(done, total, tally.rows + tally.malformed)
         if tally.rows == 0:
@@ -219,6 +225,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     concurrency: int,
     tally: _Tally,
     sinks: Sequence[CheckSink],
+    recorder: JudgeCallRecorder | None = None,
 ) -> None:
     rows = [item for item in chunk if isinstance(item, CheckRow)]
     results = (
@@ -231,6 +238,8 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
         if rows
         else []
     )
+    if recorder is not None:
+        recorder.end_batch(len(rows))
     tally.add_scores(results)
     scores = iter(results)
     for item in chunk:

@@ -44,7 +44,7 @@ from citemark._calibration.run import (
     register_threshold,
     run_calibration,
 )
-from citemark._chat import OpenAIChat
+from citemark._chat import ChatModel, OpenAIChat
 from citemark._check import DEFAULT_HTML_ROWS, run_check
 from citemark._check.sinks import FORMATS
 from citemark._cli.console import CheckProgress, print_calibration, print_check, print_echo
@@ -57,9 +57,11 @@ from citemark._errors import (
     LabelSetError,
     MarkerOutOfRangeError,
     NoRowsError,
+    ReplayError,
     SynthesisError,
 )
 from citemark._judge import FaithfulnessJudge
+from citemark._replay.replay import ReplayChat
 from citemark._retrieval import BM25Retriever
 from citemark._scorer.scorer import CitationScorer
 from citemark._syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN
@@ -206,6 +208,13 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="REGEX",
         help="how an answer cites a label: a regex with the label (or comma-separated labels) "
         "in group 1 or group 'label' (default: [label] or [label, label])",
+    )
+    check.add_argument(
+        "--replay-judge",
+        type=Path,
+        metavar="DIR",
+        help="answer every judge call from the judge-calls.jsonl a check wrote to DIR, "
+        "never from a live model; an unrecorded prompt leaves its row un-assessed",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=_check)
@@ -402,6 +411,20 @@ def _judge_chat(args: argparse.Namespace, *, required: bool) -> OpenAIChat | Non
     return _openai_chat(args.judge_base_url, args.judge_model, args.judge_api_key, args.timeout)
 
 
+def _check_judge(args: argparse.Namespace) -> ChatModel | None:
+    """The check's judge: a live one from the judge options, or a replay of a recorded run."""
+    if args.replay_judge is None:
+        return _judge_chat(args, required=False)
+    if args.judge_model is not None or args.judge_base_url is not None:
+        msg = "--replay-judge takes no --judge-model or --judge-base-url: it replays a recording"
+        raise _UsageError(msg)
+    try:
+        return ReplayChat.from_run(args.replay_judge)
+    except ReplayError as exc:
+        msg = f"--replay-judge: {exc}"
+        raise _UsageError(msg) from None
+
+
 def _pattern(text: str, option: str, flags: int) -> re.Pattern[str]:
     """Compile a syntax option, or refuse it as a usage error naming only the option."""
     try:
@@ -432,7 +455,7 @@ def _check(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     label_pattern = _pattern(args.label_pattern, "--label-pattern", re.MULTILINE)
     citation_pattern = _pattern(args.citation_pattern, "--citation-pattern", 0)
-    judge = _judge_chat(args, required=False)
+    judge = _check_judge(args)
     scorer = CitationScorer(
         judge,
         min_sentence_coverage=coverage,
@@ -454,6 +477,8 @@ def _check(args: argparse.Namespace) -> int:
         "label_pattern": label_pattern.pattern,
         "citation_pattern": citation_pattern.pattern,
     }
+    if args.replay_judge is not None:
+        config["replay_judge"] = str(args.replay_judge)
     with CheckProgress(enabled=sys.stderr.isatty()) as progress:
         try:
             result = run_check(

@@ -25,9 +25,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
 from citemark._chat import ChatModel
-from citemark._errors import ChatError
+from citemark._errors import ChatError, JudgeReplyNotRecordedError
 from citemark._models import Source
 from citemark._observe import observed_score
+from citemark._scorer.context import ROW_INDEX
 from citemark._scorer.findings import (
     CitedMarker,
     ExcludedLabel,
@@ -332,6 +333,9 @@ class CitationScorer:
                 except Exception as exc:  # noqa: BLE001 - re-raised once the others finish
                     broken.append(exc)
                     return
+                # Each worker is its own task: the index it sets is seen by this row's
+                # judge call only (a recording judge files the call under it).
+                ROW_INDEX.set(index)
                 results[index] = await self._score_row(row)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -448,7 +452,11 @@ class CitationScorer:
             findings = findings.model_copy(update={"judge_error": _chat_error(exc)})
             if failures:
                 return failed(failures, findings)
-            return unassessed("judge_call_failed", findings)
+            # A replayed judge that holds no reply for this prompt is not a failed call.
+            not_recorded = isinstance(exc, JudgeReplyNotRecordedError)
+            return unassessed(
+                "judge_reply_not_recorded" if not_recorded else "judge_call_failed", findings
+            )
         check = check_reply(reply, graded, found.blocks, response)
         kept = tuple(check.verdicts)
         findings = findings.model_copy(
