@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, get_args
 import httpx
 from pydantic import ValidationError
 
-from citemark._artifacts import DEFAULT_RESULTS_DIR
+from citemark._artifacts import DEFAULT_RESULTS_DIR, write_report_atomically
 from citemark._calibration.labelset import LabelSet
 from citemark._calibration.run import (
     Metric,
@@ -48,6 +48,7 @@ from citemark._chat import ChatModel, OpenAIChat
 from citemark._check import DEFAULT_HTML_ROWS, run_check
 from citemark._check.sinks import FORMATS
 from citemark._cli.console import CheckProgress, print_calibration, print_check, print_echo
+from citemark._diff import compare_runs, render_html, render_text
 from citemark._echo.plan import DEFAULT_ECHO_CASES
 from citemark._echo.run import ECHO_REPORT_NAME, run_echo_check
 from citemark._errors import (
@@ -58,6 +59,7 @@ from citemark._errors import (
     MarkerOutOfRangeError,
     NoRowsError,
     ReplayError,
+    RunDiffError,
     SynthesisError,
 )
 from citemark._judge import FaithfulnessJudge
@@ -136,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("--json", action="store_true", help="print one JSON object")
     answer.set_defaults(run=_answer)
     _check_parser(commands)
+    _diff_parser(commands)
     _echo_parser(commands)
     _calibrate_parser(commands)
     return parser
@@ -218,6 +221,29 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=_check)
+
+
+def _diff_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="what changed between two check runs, row by row",
+        description=(
+            "Compare the check outputs in OLD_DIR and NEW_DIR row by row (by id, else by "
+            "line): which rows changed outcome and why, with totals. Runs over different "
+            "inputs are refused unless --allow-different-inputs; a different judge or "
+            "prompt hash is reported."
+        ),
+    )
+    diff.add_argument("old", type=Path, metavar="OLD_DIR", help="the earlier run's --out folder")
+    diff.add_argument("new", type=Path, metavar="NEW_DIR", help="the later run's --out folder")
+    diff.add_argument(
+        "--allow-different-inputs",
+        action="store_true",
+        help="compare runs whose input_sha256 differ",
+    )
+    diff.add_argument("--html", type=Path, metavar="PATH", help="also write the comparison page")
+    diff.add_argument("--json", action="store_true", help="print one JSON object")
+    diff.set_defaults(run=_diff)
 
 
 def _echo_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -423,6 +449,25 @@ def _check_judge(args: argparse.Namespace) -> ChatModel | None:
     except ReplayError as exc:
         msg = f"--replay-judge: {exc}"
         raise _UsageError(msg) from None
+
+
+def _diff(args: argparse.Namespace) -> int:
+    try:
+        diff = compare_runs(args.old, args.new, allow_different_inputs=args.allow_different_inputs)
+    except RunDiffError as exc:
+        raise _UsageError(str(exc)) from None
+    if args.html is not None:
+        page = render_html(diff, old_name=str(args.old), new_name=str(args.new))
+        try:
+            write_report_atomically(args.html, page.encode("utf-8"))
+        except OSError as exc:
+            msg = f"cannot write --html: {exc.strerror or type(exc).__name__}"
+            raise _UsageError(msg) from None
+    if args.json:
+        _print_json({"exit_code": EXIT_OK, "diff": diff.model_dump(mode="json")})
+    else:
+        sys.stdout.write(render_text(diff))
+    return EXIT_OK
 
 
 def _pattern(text: str, option: str, flags: int) -> re.Pattern[str]:
