@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     ("reports, retrieval", frozenset({"_reports", "_retrieval"})),
-    ("command line", frozenset({"_check", "_cli", "_runs"})),
+    ("command line", frozenset({"_check", "_cli", "_diff", "_runs", "_scale"})),
     (
         "public surface",
         frozenset(
@@ -59,11 +59,13 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "__init__",
                 "__main__",
                 "calibration",
+                "diff",
                 "echo",
                 "evaluation",
                 "otel",
                 "providers",
                 "pytest_plugin",
+                "ray",
                 "replay",
                 "reports",
                 "syntax",

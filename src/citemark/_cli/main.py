@@ -45,7 +45,7 @@ from citemark._calibration.run import (
     run_calibration,
 )
 from citemark._chat import ChatModel, OpenAIChat
-from citemark._check import DEFAULT_HTML_ROWS, run_check
+from citemark._check import DEFAULT_HTML_ROWS, CheckResult, run_check
 from citemark._check.sinks import FORMATS
 from citemark._cli.console import CheckProgress, print_calibration, print_check, print_echo
 from citemark._diff import compare_runs, render_html, render_text
@@ -211,6 +211,24 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="REGEX",
         help="how an answer cites a label: a regex with the label (or comma-separated labels) "
         "in group 1 or group 'label' (default: [label] or [label, label])",
+    )
+    check.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: Ray Data workers (needs citemark[ray])",
+    )
+    check.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster to join (default: start a local one)",
+    )
+    check.add_argument(
+        "--ray-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="Ray workers scoring rows; --concurrency is split across them (default 2)",
     )
     check.add_argument(
         "--replay-judge",
@@ -524,6 +542,8 @@ def _check(args: argparse.Namespace) -> int:
     }
     if args.replay_judge is not None:
         config["replay_judge"] = str(args.replay_judge)
+    if args.engine == "ray":
+        return _print_check_result(args, _ray_check(args, config, coverage))
     with CheckProgress(enabled=sys.stderr.isatty()) as progress:
         try:
             result = run_check(
@@ -541,6 +561,11 @@ def _check(args: argparse.Namespace) -> int:
         except OSError as exc:
             msg = f"cannot read the input or write to --out: {exc.strerror or type(exc).__name__}"
             raise _UsageError(msg) from None
+    return _print_check_result(args, result)
+
+
+def _print_check_result(args: argparse.Namespace, result: CheckResult) -> int:
+    runs: Path = args.runs
     summary = result.summary
     failing = summary.deterministic_failures + summary.malformed
     code = EXIT_VIOLATION if args.fail_on_violation and failing else EXIT_OK
@@ -561,6 +586,49 @@ def _check(args: argparse.Namespace) -> int:
         return code
     print_check(result, runs)
     return code
+
+
+def _ray_check(
+    args: argparse.Namespace, config: dict[str, Any], coverage: float | None
+) -> CheckResult:
+    """Run the check on Ray Data (imported only here); the same outputs as the local run."""
+    if args.ray_workers < 1:
+        msg = "--ray-workers must be at least 1"
+        raise _UsageError(msg)
+    try:
+        import ray  # noqa: PLC0415 - the optional extra, only for --engine ray
+
+        from citemark._scale.engine import ScorerSpec, run_ray_check  # noqa: PLC0415
+    except ImportError:
+        msg = "--engine ray needs Ray Data: pip install 'citemark[ray]'"
+        raise _UsageError(msg) from None
+    spec = ScorerSpec(
+        judge_model=args.judge_model,
+        judge_base_url=args.judge_base_url,
+        judge_api_key=args.judge_api_key,
+        timeout=args.timeout,
+        replay_judge=None if args.replay_judge is None else str(args.replay_judge),
+        min_sentence_coverage=coverage,
+        label_pattern=args.label_pattern,
+        citation_pattern=args.citation_pattern,
+    )
+    config = {**config, "engine": "ray", "ray_workers": args.ray_workers}
+    ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    try:
+        return run_ray_check(
+            args.runs,
+            args.out,
+            spec,
+            concurrency=args.concurrency,
+            workers=args.ray_workers,
+            html_rows=args.html_rows,
+            config=config,
+            formats=list(dict.fromkeys(args.formats)),
+        )
+    except NoRowsError as exc:
+        raise _UsageError(str(exc)) from None
+    finally:
+        ray.shutdown()
 
 
 def _public_url(url: str | None) -> str | None:

@@ -37,8 +37,8 @@ class JudgeCallRecorder:
         """File a call under the row being scored (read from the running task's context)."""
         self._filed.setdefault(ROW_INDEX.get(), []).append(call.model_dump(mode="json"))
 
-    def end_batch(self, rows: int) -> list[list[dict[str, Any]]]:
-        """Close a batch of ``rows`` rows: queue one list of calls per row and return them.
+    def take_batch(self, rows: int) -> list[list[dict[str, Any]]]:
+        """Close a batch of ``rows`` rows and return one list of calls per row, in order.
 
         Calls filed under no position of the batch are kept in `loose`.
         """
@@ -46,8 +46,11 @@ class JudgeCallRecorder:
         for calls in self._filed.values():
             self.loose.extend(calls)
         self._filed.clear()
-        self._rows.extend(batch)
         return batch
+
+    def end_batch(self, rows: int) -> None:
+        """Close a batch of ``rows`` rows and queue its calls for `next_row`."""
+        self._rows.extend(self.take_batch(rows))
 
     def next_row(self) -> list[dict[str, Any]]:
         """The calls of the next row in input order (empty when it made none)."""
