@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import socket
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,10 @@ import pytest
 ray = pytest.importorskip("ray")
 
 # Ray Data's own internals raise DeprecationWarnings about its settings.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
 
 from citemark import CitationScorer, ScoreRow  # noqa: E402
 from citemark._check import run_check  # noqa: E402
@@ -57,12 +63,27 @@ class _ExplodingScorer(CitationScorer):
         return await super().score_many(rows, concurrency=concurrency)
 
 
+def open_sockets() -> list[socket.socket]:
+    return [
+        obj for obj in gc.get_objects() if isinstance(obj, socket.socket) and obj.fileno() != -1
+    ]
+
+
 @pytest.fixture(scope="module")
 def cluster():
+    before = {id(sock) for sock in open_sockets()}
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield
     ray.shutdown()
+    # Ray leaves its client sockets to the garbage collector, which would close them
+    # (with a ResourceWarning) in whichever test runs next: close them here.
+    for sock in open_sockets():
+        if id(sock) not in before:
+            sock.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 def test_split_concurrency_never_exceeds_the_global_bound():
@@ -83,7 +104,7 @@ def test_local_and_ray_give_identical_records_and_summaries(cluster, tmp_path):
     runs.write_text("\n".join(lines()) + "\n", encoding="utf-8")
     local = run_check(runs, tmp_path / "local", CitationScorer(min_sentence_coverage=0.5))
     spec = ScorerSpec(min_sentence_coverage=0.5)
-    remote = run_ray_check(runs, tmp_path / "ray", spec, workers=2, concurrency=4, shard_bytes=2048)
+    remote = run_ray_check(runs, tmp_path / "ray", spec, workers=2, concurrency=4, shard_bytes=300)
     local_rows = (tmp_path / "local" / "rows.jsonl").read_bytes()
     assert local_rows == (tmp_path / "ray" / "rows.jsonl").read_bytes()
     assert local.report.input_sha256 == remote.report.input_sha256

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import pickle
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -308,10 +309,12 @@ def read_shard(item: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 def _dataset(shards: Sequence[Shard], *, read: bool = True) -> Dataset:
     import ray.data  # noqa: PLC0415
 
-    plan = ray.data.from_items(
-        [shard._asdict() for shard in shards], override_num_blocks=max(1, len(shards))
-    )
-    return plan.flat_map(read_shard) if read else plan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Ray Data's own settings
+        plan = ray.data.from_items(
+            [shard._asdict() for shard in shards], override_num_blocks=max(1, len(shards))
+        )
+        return plan.flat_map(read_shard) if read else plan
 
 
 def _checked(
@@ -326,8 +329,10 @@ def _checked(
     import ray.data  # noqa: PLC0415
 
     used, per_worker = split_concurrency(concurrency, workers)
-    context = ray.data.DataContext.get_current()
-    context.execution_options.preserve_order = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Ray Data's own settings
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True
     mapped = ds.map_batches(
         CheckBatch,
         fn_constructor_kwargs={"scorer_factory": scorer_factory, "concurrency": per_worker},
@@ -335,7 +340,12 @@ def _checked(
         batch_format="default",
         compute=ray.data.ActorPoolStrategy(size=used),
     )
-    yield from mapped.iter_batches(batch_size=None, batch_format="default")
+    with warnings.catch_warnings():
+        # Ray Data warns about its own deprecated settings while it executes.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        # A dataset keeps the context it was made with: order is asked of that one.
+        mapped.context.execution_options.preserve_order = True
+        yield from mapped.iter_batches(batch_size=None, batch_format="default")
 
 
 def check_dataset(  # noqa: PLR0913 - the options of a check, each with a default
