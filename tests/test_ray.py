@@ -134,5 +134,8 @@ def test_a_row_that_raises_in_a_worker_is_that_rows_error(cluster, tmp_path):
     assert 1 == summary.reasons.get("scoring_error")
     # The naive batch step, scoring the batch without the per-row guard, raises instead.
     batch = CheckBatch(Exploding())
-    with pytest.raises(LookupError):
-        batch._runner.run(batch._scorer.score_many([ScoreRow("Fee 13 [doc-1].", CONTEXT)]))
+    try:
+        with pytest.raises(LookupError):
+            batch._runner.run(batch._scorer.score_many([ScoreRow("Fee 13 [doc-1].", CONTEXT)]))
+    finally:
+        batch.close()

@@ -188,6 +188,10 @@ class CheckBatch:
             out["checked"].append(pickle.dumps(checked, protocol=pickle.HIGHEST_PROTOCOL))
         return out
 
+    def close(self) -> None:
+        """Close the worker's event loop (Ray ends the worker's process anyway)."""
+        self._runner.close()
+
     def _score(
         self, rows: list[CheckRow]
     ) -> tuple[list[CitationScore], list[str | None], list[list[dict[str, Any]]]]:
