@@ -31,6 +31,7 @@ from citemark import (
 from citemark._scorer.findings import ScoreFindings
 from citemark._scorer.labels import DEFAULT_CITATION_PATTERN
 from citemark._scorer.prompt import CANDIDATE_PAIRS, annotate, choose_delimiters, remove_tags
+from citemark.replay import ReplayChat
 from citemark.testing import ScriptedChat
 
 
@@ -339,6 +340,8 @@ class TestJsonSafety:
                 response, context, [answer] if answer else [], judge=answer != "no judge"
             )[0]
         (rows["scoring_error"],) = asyncio.run(CitationScorer().score_many([("x", 1)]))  # type: ignore[list-item]
+        replay = ReplayChat([], provider="p", model="m")
+        rows["judge_reply_not_recorded"] = CitationScorer(replay).score_sync(GOOD, CONTEXT)
         return rows
 
     def test_every_unassessed_path_is_json_safe(self):

@@ -15,10 +15,13 @@ drawn once, here and in ``docs/errors.md``::
     ├── JudgeError                a judge reply failed to parse or validate
     ├── StrictJSONError           a text is not strict JSON
     ├── ChatError                 the model transport or provider failed
+    │   └── JudgeReplyNotRecordedError  a replayed judge prompt was never recorded
     ├── ChatConfigError           a chat's configuration was refused
     ├── CalibrationError          a calibration step was refused
     │   └── LabelSetError         a label file failed its checks
     ├── NoRowsError               a check input held no readable row
+    ├── ReplayError               a recorded run cannot be replayed
+    ├── RunDiffError              two check runs cannot be compared
     ├── ProviderResponseError     a provider response is not of its documented shape
     └── OffsetUnitError           an offset fell inside a character or out of range
 
@@ -53,6 +56,7 @@ __all__ = [
     "ChatError",
     "CitemarkError",
     "JudgeError",
+    "JudgeReplyNotRecordedError",
     "LabelSetError",
     "MarkerOutOfRangeError",
     "NoRowsError",
@@ -60,6 +64,8 @@ __all__ = [
     "OffsetUnitError",
     "ProviderResponseError",
     "QueryRewriteError",
+    "ReplayError",
+    "RunDiffError",
     "StrictJSONError",
     "SynthesisError",
     "TruncatedAnswerError",
@@ -508,3 +514,53 @@ class OffsetUnitError(CitemarkError):
 
 def _rebuild_offset_unit_error(offset: int, unit: str, reason: str, length: int) -> OffsetUnitError:
     return OffsetUnitError(offset, unit=unit, reason=reason, length=length)
+
+
+class JudgeReplyNotRecordedError(ChatError):
+    """Raised by a replayed judge for a prompt no recorded call holds; no model is called.
+
+    A `ChatError`, so every caller that survives a failed judge call survives this
+    one; the scorer names it apart, as the reason code ``judge_reply_not_recorded``.
+
+    Attributes:
+        prompt_sha256: The SHA-256 of the whole prompt that has no recorded reply.
+    """
+
+    prompt_sha256: str
+
+    def __init__(self, prompt_sha256: str, *, provider: str, model: str) -> None:
+        """Create the error from the prompt's hash and the recorded judge's identity."""
+        self.prompt_sha256 = prompt_sha256
+        super().__init__(
+            f"no reply is recorded for this prompt (sha256 {prompt_sha256})",
+            provider=provider,
+            model=model,
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (_rebuild_not_recorded, (self.prompt_sha256, self.provider, self.model))
+
+
+def _rebuild_not_recorded(prompt_sha256: str, provider: str, model: str) -> ChatError:
+    return JudgeReplyNotRecordedError(prompt_sha256, provider=provider, model=model)
+
+
+class ReplayError(CitemarkError, ValueError):
+    """Raised when a recorded run cannot be replayed: no recording, or one that fails its checks.
+
+    A missing ``judge-calls.jsonl``, one whose SHA-256 differs from the one
+    ``report.json`` records, a line that is not a recorded call, or calls of more than
+    one judge. The message names the file, the line number and the field, never a
+    prompt or a reply.
+    """
+
+
+class RunDiffError(CitemarkError, ValueError):
+    """Raised when two ``citemark check`` runs cannot be compared.
+
+    A folder without ``report.json`` or ``rows.jsonl``, a line that is not a row
+    record, or runs over different inputs (their ``input_sha256`` differ) unless the
+    caller said to compare them anyway. The message carries hashes, line numbers and
+    counts only.
+    """

@@ -29,6 +29,7 @@ _SCORER: Final = {
     "no_judge": "no judge was configured to grade the resolved citations",
     "judge_call_failed": "the call to the judge failed",
     "judge_reply_truncated": "the judge's reply was cut off at its token limit",
+    "judge_reply_not_recorded": "the replayed judge holds no recorded reply for this prompt",
     "invalid_judge_output": "the judge returned unusable output",
     "incomplete_judge_verdicts": "the judge did not assess every citation",
     "contradictory_judge_verdicts": "the judge returned more than one verdict for a citation",

@@ -36,6 +36,7 @@ from citemark._artifacts import (
     write_report_atomically,
 )
 from citemark._check.html import HTML_NAME, HtmlSink
+from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.junit import JUNIT_NAME
 from citemark._check.sinks import (
     FORMATS,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
     from pydantic import JsonValue
 
+    from citemark._replay.recording import JudgeCallRecorder
     from citemark._scorer.scorer import CitationScore
 
 __all__ = [
@@ -157,6 +159,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     """
     source = Path(path)
     out = Path(out_dir)
+    # With a judge, every call is recorded to judge-calls.jsonl (see judge_calls.py).
+    scorer, recorder = recording(scorer)
     created_at = utc_now()
     digest = hashlib.sha256()
     tally = _Tally()
@@ -172,6 +176,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         html = HtmlSink(options)
         sinks: list[CheckSink] = [JsonlSink(options), html]
         sinks.extend(FORMATS[name](options) for name in formats)
+        if recorder is not None:
+            sinks.append(JudgeCallsSink(options, recorder.next_row, lambda: recorder.loose))
         for sink in sinks:
             stack.callback(sink.close)
         chunk: list[CheckRow | MalformedLine] = []
@@ -182,9 +188,9 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
                 continue
             chunk.append(parsed)
             if len(chunk) >= chunk_size:
-                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker)
+                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
                 chunk = []
-        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker)
+        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
         ticker.finish()
         if tally.rows == 0:
             msg = (
@@ -230,6 +236,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     tally: _Tally,
     sinks: Sequence[CheckSink],
     ticker: _Ticker,
+    recorder: JudgeCallRecorder | None = None,
 ) -> None:
     rows = [item for item in chunk if isinstance(item, CheckRow)]
     ticker.add(len(chunk) - len(rows))
@@ -244,6 +251,8 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
         if rows
         else []
     )
+    if recorder is not None:
+        recorder.end_batch(len(rows))
     tally.add_scores(results)
     scores = iter(results)
     for item in chunk:

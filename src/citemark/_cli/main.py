@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, get_args
 import httpx
 from pydantic import ValidationError
 
-from citemark._artifacts import DEFAULT_RESULTS_DIR
+from citemark._artifacts import DEFAULT_RESULTS_DIR, write_report_atomically
 from citemark._calibration.labelset import LabelSet
 from citemark._calibration.run import (
     Metric,
@@ -44,10 +44,11 @@ from citemark._calibration.run import (
     register_threshold,
     run_calibration,
 )
-from citemark._chat import OpenAIChat
-from citemark._check import DEFAULT_HTML_ROWS, run_check
+from citemark._chat import ChatModel, OpenAIChat
+from citemark._check import DEFAULT_HTML_ROWS, CheckResult, run_check
 from citemark._check.sinks import FORMATS
 from citemark._cli.console import CheckProgress, print_calibration, print_check, print_echo
+from citemark._diff import compare_runs, render_html, render_text
 from citemark._echo.plan import DEFAULT_ECHO_CASES
 from citemark._echo.run import ECHO_REPORT_NAME, run_echo_check
 from citemark._errors import (
@@ -57,9 +58,12 @@ from citemark._errors import (
     LabelSetError,
     MarkerOutOfRangeError,
     NoRowsError,
+    ReplayError,
+    RunDiffError,
     SynthesisError,
 )
 from citemark._judge import FaithfulnessJudge
+from citemark._replay.replay import ReplayChat
 from citemark._retrieval import BM25Retriever
 from citemark._scorer.scorer import CitationScorer
 from citemark._syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN
@@ -160,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("--json", action="store_true", help="print one JSON object")
     answer.set_defaults(run=_answer)
     _check_parser(commands)
+    _diff_parser(commands)
     _echo_parser(commands)
     _calibrate_parser(commands)
     return parser
@@ -256,8 +261,56 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="fail rows holding citation-like text that is not a marker ([1-3], [^1], ...) "
         "instead of only reporting it",
     )
+    check.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: Ray Data workers (needs citemark[ray])",
+    )
+    check.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster to join (default: start a local one)",
+    )
+    check.add_argument(
+        "--ray-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="Ray workers scoring rows; --concurrency is split across them (default 2)",
+    )
+    check.add_argument(
+        "--replay-judge",
+        type=Path,
+        metavar="DIR",
+        help="answer every judge call from the judge-calls.jsonl a check wrote to DIR, "
+        "never from a live model; an unrecorded prompt leaves its row un-assessed",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=_check)
+
+
+def _diff_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="what changed between two check runs, row by row",
+        description=(
+            "Compare the check outputs in OLD_DIR and NEW_DIR row by row (by id, else by "
+            "line): which rows changed outcome and why, with totals. Runs over different "
+            "inputs are refused unless --allow-different-inputs; a different judge or "
+            "prompt hash is reported."
+        ),
+    )
+    diff.add_argument("old", type=Path, metavar="OLD_DIR", help="the earlier run's --out folder")
+    diff.add_argument("new", type=Path, metavar="NEW_DIR", help="the later run's --out folder")
+    diff.add_argument(
+        "--allow-different-inputs",
+        action="store_true",
+        help="compare runs whose input_sha256 differ",
+    )
+    diff.add_argument("--html", type=Path, metavar="PATH", help="also write the comparison page")
+    diff.add_argument("--json", action="store_true", help="print one JSON object")
+    diff.set_defaults(run=_diff)
 
 
 def _echo_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -547,6 +600,39 @@ def _judge_chat(args: argparse.Namespace, *, required: bool) -> OpenAIChat | Non
     )
 
 
+def _check_judge(args: argparse.Namespace) -> ChatModel | None:
+    """The check's judge: a live one from the judge options, or a replay of a recorded run."""
+    if args.replay_judge is None:
+        return _judge_chat(args, required=False)
+    if args.judge_model is not None or args.judge_base_url is not None:
+        msg = "--replay-judge takes no --judge-model or --judge-base-url: it replays a recording"
+        raise _UsageError(msg)
+    try:
+        return ReplayChat.from_run(args.replay_judge)
+    except ReplayError as exc:
+        msg = f"--replay-judge: {exc}"
+        raise _UsageError(msg) from None
+
+
+def _diff(args: argparse.Namespace) -> int:
+    try:
+        diff = compare_runs(args.old, args.new, allow_different_inputs=args.allow_different_inputs)
+    except RunDiffError as exc:
+        raise _UsageError(str(exc)) from None
+    if args.html is not None:
+        page = render_html(diff, old_name=str(args.old), new_name=str(args.new))
+        try:
+            write_report_atomically(args.html, page.encode("utf-8"))
+        except OSError as exc:
+            msg = f"cannot write --html: {exc.strerror or type(exc).__name__}"
+            raise _UsageError(msg) from None
+    if args.json:
+        _print_json({"exit_code": EXIT_OK, "diff": diff.model_dump(mode="json")})
+    else:
+        sys.stdout.write(render_text(diff))
+    return EXIT_OK
+
+
 def _pattern(text: str, option: str, flags: int) -> re.Pattern[str]:
     """Compile a syntax option, or refuse it as a usage error naming only the option."""
     try:
@@ -577,7 +663,7 @@ def _check(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     label_pattern = _pattern(args.label_pattern, "--label-pattern", re.MULTILINE)
     citation_pattern = _pattern(args.citation_pattern, "--citation-pattern", 0)
-    judge = _judge_chat(args, required=False)
+    judge = _check_judge(args)
     scorer = CitationScorer(
         judge,
         min_sentence_coverage=coverage,
@@ -606,6 +692,10 @@ def _check(args: argparse.Namespace) -> int:
         "index_base": args.index_base,
         "strict_markers": args.strict_markers,
     }
+    if args.replay_judge is not None:
+        config["replay_judge"] = str(args.replay_judge)
+    if args.engine == "ray":
+        return _print_check_result(args, _ray_check(args, config, coverage))
     with CheckProgress(enabled=sys.stderr.isatty() and not args.quiet) as progress:
         try:
             result = run_check(
@@ -623,6 +713,11 @@ def _check(args: argparse.Namespace) -> int:
         except OSError as exc:
             msg = f"cannot read the input or write to --out: {exc.strerror or type(exc).__name__}"
             raise _UsageError(msg) from None
+    return _print_check_result(args, result)
+
+
+def _print_check_result(args: argparse.Namespace, result: CheckResult) -> int:
+    runs: Path = args.runs
     summary = result.summary
     failing = summary.deterministic_failures + summary.malformed
     code = EXIT_VIOLATION if args.fail_on_violation and failing else EXIT_OK
@@ -643,6 +738,53 @@ def _check(args: argparse.Namespace) -> int:
         return code
     print_check(result, runs)
     return code
+
+
+def _ray_check(
+    args: argparse.Namespace, config: dict[str, Any], coverage: float | None
+) -> CheckResult:
+    """Run the check on Ray Data (imported only here); the same outputs as the local run."""
+    if args.ray_workers < 1:
+        msg = "--ray-workers must be at least 1"
+        raise _UsageError(msg)
+    try:
+        import ray  # noqa: PLC0415 - the optional extra, only for --engine ray
+
+        from citemark._scale.engine import ScorerSpec, run_ray_check  # noqa: PLC0415
+    except ImportError:
+        msg = "--engine ray needs Ray Data: pip install 'citemark[ray]'"
+        raise _UsageError(msg) from None
+    spec = ScorerSpec(
+        judge_model=args.judge_model,
+        judge_base_url=args.judge_base_url,
+        judge_api_key=args.judge_api_key,
+        timeout=args.timeout,
+        replay_judge=None if args.replay_judge is None else str(args.replay_judge),
+        min_sentence_coverage=coverage,
+        label_pattern=args.label_pattern,
+        citation_pattern=args.citation_pattern,
+        judge_violations=args.judge_violations,
+        index_base=args.index_base,
+        strict_markers=args.strict_markers,
+        **(_generation(args)._asdict() if args.judge_model is not None else {}),
+    )
+    config = {**config, "engine": "ray", "ray_workers": args.ray_workers}
+    ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    try:
+        return run_ray_check(
+            args.runs,
+            args.out,
+            spec,
+            concurrency=args.concurrency,
+            workers=args.ray_workers,
+            html_rows=args.html_rows,
+            config=config,
+            formats=list(dict.fromkeys(args.formats)),
+        )
+    except NoRowsError as exc:
+        raise _UsageError(str(exc)) from None
+    finally:
+        ray.shutdown()
 
 
 def _public_url(url: str | None) -> str | None:

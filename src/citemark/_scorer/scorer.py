@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
 from citemark._chat import ChatModel, is_truncated
-from citemark._errors import ChatError, NoRowsError
+from citemark._errors import ChatError, JudgeReplyNotRecordedError, NoRowsError
 from citemark._models import Source, UnrecognizedToken
 from citemark._nearmiss import find_unrecognized
 from citemark._observe import observed_score
+from citemark._scorer.context import ROW_INDEX
 from citemark._scorer.findings import (
     CitedMarker,
     ExcludedLabel,
@@ -421,6 +422,9 @@ class CitationScorer:
                 except Exception as exc:  # noqa: BLE001 - re-raised once the others finish
                     broken.append(exc)
                     return
+                # Each worker is its own task: the index it sets is seen by this row's
+                # judge call only (a recording judge files the call under it).
+                ROW_INDEX.set(index)
                 results[index] = await self._score_row(row, shape_errors)
                 if on_scored is not None:
                     on_scored()
@@ -634,7 +638,11 @@ class CitationScorer:
             findings = findings.model_copy(update={"judge_error": _chat_error(exc)})
             if failures:
                 return failed(failures, findings)
-            return unassessed("judge_call_failed", findings)
+            # A replayed judge that holds no reply for this prompt is not a failed call.
+            not_recorded = isinstance(exc, JudgeReplyNotRecordedError)
+            return unassessed(
+                "judge_reply_not_recorded" if not_recorded else "judge_call_failed", findings
+            )
         if is_truncated(reply):
             # A cut-off reply is not read at all: a verdict list missing its end may
             # still parse, and would be graded as if it were the judge's whole opinion.

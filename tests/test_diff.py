@@ -1,0 +1,191 @@
+"""citemark diff: two check runs compared row by row, with the reason for every change."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fake_openai import run_cli
+
+from citemark import CitationScorer
+from citemark._check import run_check
+from citemark.diff import RunDiffError, compare_runs, render_text
+
+CONTEXT = "[doc-1] The late fee is 5% of the unpaid balance.\n[doc-2] Members pay no late fee.\n"
+
+
+def row(number: int, *, uncited: bool = False) -> dict[str, object]:
+    tail = " Rates vary." if uncited else ""
+    return {
+        "id": f"q{number}",
+        "question": "What is the fee?",
+        "answer": f"The fee is 5%, Row {number} says so [doc-1].{tail}",
+        "context": CONTEXT,
+    }
+
+
+def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def verdict(band: int) -> str:
+    judged: dict[str, object] = {"occurrence": 1, "outcome": "unsupported"}
+    if band >= 2:
+        judged = {"occurrence": 1, "outcome": "supported", "context_span": "late fee is 5%"}
+    return json.dumps({"score": band, "explanation": "Judged.", "verdicts": [judged]})
+
+
+class Judge:
+    """A judge whose reply depends on the row: band 3 unless told otherwise."""
+
+    provider = "openai-compatible"
+
+    def __init__(self, replies: dict[int, str] | None = None, model_name: str = "judge-1"):
+        self.replies = replies or {}
+        self.model_name = model_name
+
+    async def complete(self, prompt: str) -> str:
+        match = re.search(r"Row (\d+) says so", prompt)
+        assert match is not None
+        return self.replies.get(int(match.group(1)), verdict(3))
+
+
+INPUT = [row(1), row(2), row(3), row(4, uncited=True), row(5)]
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[Path, Path]:
+    """The same input checked twice; the second judge and the second options differ."""
+    data = write_rows(tmp_path / "runs.jsonl", INPUT)
+    run_check(data, tmp_path / "old", CitationScorer(Judge()))
+    changed = Judge({2: verdict(0), 3: "not a verdict"})
+    run_check(data, tmp_path / "new", CitationScorer(changed, min_sentence_coverage=1.0))
+    return tmp_path / "old", tmp_path / "new"
+
+
+class TestCompare:
+    def test_each_changed_row_says_why(self, runs):
+        """A changed verdict, a changed reason and a new violation, each named on its row."""
+        diff = compare_runs(*runs)
+        assert (5, 2, 3, 0, 0) == (
+            diff.compared,
+            diff.unchanged,
+            diff.changed,
+            diff.added,
+            diff.removed,
+        )
+        why = {change.id: change.why for change in diff.changes}
+        assert {
+            "q2": ("judge_verdict_changed",),
+            "q3": ("judge_verdict_changed", "reason_changed"),
+            "q4": ("new_violation",),
+        } == why
+        assert {"passed->failed": 2, "passed->unassessed": 1} == diff.transitions
+        assert diff.same_input
+        assert diff.same_judge
+
+    def test_the_reverse_comparison_resolves_the_violation(self, runs):
+        """Compared the other way round, the violation is resolved."""
+        old, new = runs
+        diff = compare_runs(new, old)
+        assert ("violation_resolved",) == next(c.why for c in diff.changes if c.id == "q4")
+
+    def test_different_inputs_are_refused_unless_asked_for(self, runs, tmp_path):
+        """Another input is two experiments: refused by hash, compared only when told."""
+        old, _ = runs
+        other = write_rows(tmp_path / "other.jsonl", [row(5), row(1), row(9)])
+        run_check(other, tmp_path / "other", CitationScorer(Judge()))
+        with pytest.raises(RunDiffError, match="the runs read different inputs"):
+            compare_runs(old, tmp_path / "other")
+        diff = compare_runs(old, tmp_path / "other", allow_different_inputs=True)
+        assert (False, 2, 0, 1, 3) == (
+            diff.same_input,
+            diff.compared,
+            diff.changed,
+            diff.added,
+            diff.removed,
+        )
+
+    def test_rows_are_matched_by_id_not_by_position(self, tmp_path):
+        """Reordered rows with ids are unchanged; matching them by line would see changes."""
+        first = write_rows(tmp_path / "a.jsonl", [row(1), row(2, uncited=True)])
+        second = write_rows(tmp_path / "b.jsonl", [row(2, uncited=True), row(1)])
+        scorer = CitationScorer(min_sentence_coverage=1.0)
+        run_check(first, tmp_path / "a", scorer)
+        run_check(second, tmp_path / "b", scorer)
+        diff = compare_runs(tmp_path / "a", tmp_path / "b", allow_different_inputs=True)
+        assert (2, 0) == (diff.compared, diff.changed)
+        # The naive match, by line number, pairs q1 with q2 and reports two changes.
+        lines_a = (tmp_path / "a" / "rows.jsonl").read_text().splitlines()
+        lines_b = (tmp_path / "b" / "rows.jsonl").read_text().splitlines()
+        naive = sum(
+            json.loads(a)["outcome"] != json.loads(b)["outcome"]
+            for a, b in zip(lines_a, lines_b, strict=True)
+        )
+        assert 2 == naive
+
+    def test_another_judge_is_another_instrument(self, runs, tmp_path):
+        """A different judge model is reported, in the result and in the text."""
+        old, _ = runs
+        data = tmp_path / "runs.jsonl"
+        run_check(data, tmp_path / "j2", CitationScorer(Judge(model_name="judge-2")))
+        diff = compare_runs(old, tmp_path / "j2")
+        assert (False, "judge-1", "judge-2") == (
+            diff.same_judge,
+            diff.old_judge.model,
+            diff.new_judge.model,
+        )
+        assert "two instruments, not one" in render_text(diff)
+        assert "judge: the same" in render_text(compare_runs(old, old))
+
+    def test_a_folder_that_is_not_a_run_is_refused(self, runs, tmp_path):
+        """No report.json, or a rows.jsonl line that is not a record: a RunDiffError."""
+        old, new = runs
+        with pytest.raises(RunDiffError, match="missing"):
+            compare_runs(old, tmp_path / "nothing-here")
+        (new / "rows.jsonl").write_text('{"line": 1}\n')
+        with pytest.raises(RunDiffError, match="line 1 is not a row record"):
+            compare_runs(old, new)
+
+
+class TestCommand:
+    def test_text_json_and_html(self, runs, tmp_path):
+        """citemark diff prints totals and rows, --json one object, --html a page."""
+        old, new = runs
+        text = run_cli("diff", str(old), str(new))
+        assert 0 == text.returncode, text.stderr
+        assert "rows: 5 compared, 2 unchanged, 3 changed, 0 added, 0 removed" in text.stdout
+        assert "q4 (line 4): passed band 3 -> failed band 3 [new_violation]" in text.stdout
+        page = tmp_path / "diff.html"
+        done = run_cli("diff", str(old), str(new), "--json", "--html", str(page))
+        output = json.loads(done.stdout)
+        assert (0, 3) == (output["exit_code"], output["diff"]["changed"])
+        html = page.read_text()
+        assert "Content-Security-Policy" in html
+        assert "<script" not in html
+        assert html.count("<tr>") == 1 + 3
+
+    def test_different_inputs_exit_2(self, runs, tmp_path):
+        """The refusal is a usage error, one line, exit 2."""
+        old, _ = runs
+        other = write_rows(tmp_path / "other.jsonl", [row(7)])
+        run_check(other, tmp_path / "other", CitationScorer())
+        done = run_cli("diff", str(old), str(tmp_path / "other"))
+        assert 2 == done.returncode
+        assert "--allow-different-inputs" in done.stderr
+        assert 1 == len(done.stderr.splitlines())
+
+    def test_untrusted_ids_are_escaped(self, tmp_path):
+        """A row id is input text: the page escapes it."""
+        hostile = {**row(1, uncited=True), "id": "<script>alert(1)</script>"}
+        data = write_rows(tmp_path / "h.jsonl", [hostile])
+        run_check(data, tmp_path / "a", CitationScorer())
+        run_check(data, tmp_path / "b", CitationScorer(min_sentence_coverage=1.0))
+        page = tmp_path / "p.html"
+        run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page))
+        html = page.read_text()
+        assert "<script>alert" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
