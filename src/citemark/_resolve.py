@@ -22,9 +22,9 @@ from citemark._errors import (
     SynthesisError,
     UnrecognizedCitationError,
 )
-from citemark._markers import group_bodies, marker_number, parse_markers
+from citemark._markers import OPENERS, marker_number, parse_markers, unmask
 from citemark._models import Citation, CitedAnswer, Source, UnrecognizedToken
-from citemark._nearmiss import find_unrecognized, may_hold_unrecognized, parse_range
+from citemark._nearmiss import may_hold_unrecognized_beyond, parse_range, unrecognized_in
 from citemark._render import is_blank
 from citemark._syntax import DEFAULT_INDEX_BASE, check_index_base
 
@@ -95,10 +95,12 @@ def resolve(
     if is_blank(text):
         msg = "the answer is blank: a blank completion is not an abstention"
         raise SynthesisError(msg)
-    bodies = group_bodies(text)
+    # One parse serves the groups and the near-miss scan (issue 11).
+    unmasked, spans = unmask(text)
+    bodies = OPENERS.findall(unmasked)  # "" for a visible "[" that opens no group
     unrecognized = (
-        find_unrecognized(text)
-        if type(text) is str and may_hold_unrecognized(text, len(bodies))
+        unrecognized_in(text, unmasked, spans)
+        if type(text) is str and may_hold_unrecognized_beyond(text, lone_bracket="" in bodies)
         else ()
     )
     if allow_ranges and any(token.kind == "range" for token in unrecognized):
@@ -117,6 +119,8 @@ def resolve(
         if citation is not None:
             cited.setdefault(citation.marker, citation)
             continue
+        if not body:
+            continue  # a "[" that opens no group
         if "," in body:
             numbers = [marker_number(digits.strip(" ")) for digits in body.split(",")]
         else:
