@@ -30,6 +30,11 @@ LINES = [
     "<!-- [8]",
     "--> after",
     "`open",
+    "`x` y [1]",
+    "~x [2]",
+    "> `a",
+    "- `b` [3]",
+    "~~ t",
     "```",
     "```py",
     "````",
@@ -107,3 +112,14 @@ class TestFastPath:
         assert any(span.kind == "table_overflow" for span in block_spans(text))
         naive: list[object] = []  # what accepting the table as inert would answer
         assert naive != block_spans(text)
+
+    def test_many_spans_in_a_quote_map_back_as_one_by_one(self) -> None:
+        # Over eight spans in a quoted paragraph take the batch mapping; a naive
+        # mapping that ignores the stripped "> " would be off by two per line.
+        text = "> `a\n" * 40 + "> [1]"
+        fast = fast_spans(text)
+        assert fast is not None
+        assert fast == block_spans(text)
+        assert len(fast) == 40  # 20 spans, each over two lines
+        naive = [(s.start - 2, s.end - 2) for s in fast]
+        assert naive != [(s.start, s.end) for s in block_spans(text)]

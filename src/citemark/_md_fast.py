@@ -27,19 +27,21 @@ from citemark._md_inline import InlineScanner, Span
 
 __all__ = ["fast_spans"]
 
-# A line that opens with an ordinary character: paragraph text in any context here.
-_PLAIN = r"[^\x00-\x20#`~<*+\-_=>0-9|:][^\n]*+(?:\n|\Z)"
+# A line that opens with an ordinary character, or with a backtick or tilde that
+# opens no fence: paragraph text in any context here.
+_PLAIN = r"(?:[^\x00-\x20#`~<*+\-_=>0-9|:]|`(?!``)|~(?!~~))[^\n]*+(?:\n|\Z)"
 # Runs of plain lines, bulleted items ("- " and a plain line), quote lines ("> " and
 # a plain line) and empty lines.
 _RUN = re.compile(rf"(?:{_PLAIN}|[-+*>] {_PLAIN}|\n)*+")
 _FENCE = re.compile(r"`{3,}+(?![^`\n]*+`)|~{3,}+")
-_FENCE_LINE = re.compile(r"^ {0,3}+(`{3,}+|~{3,}+)[ \t]*+$", re.MULTILINE)
+# A fence line after a newline: the literal first character lets the engine skip ahead.
+_FENCE_LINE = re.compile(r"\n {0,3}+(`{3,}+|~{3,}+)[ \t]*+(?=\n|\Z)")
 _DELIMITER_ROW = re.compile(r"\|?+[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?+[ \t]*+$")
 
 
 def fast_spans(text: str) -> list[Span] | None:
     """The masked spans of a simply shaped ``text`` (see the module), or None."""
-    if "]:" in text or "\r" in text:
+    if "\r" in text or _may_define(text):
         return None  # definitions make every paragraph's reference links matter
     spans: list[Span] = []
     runs: list[tuple[int, int]] = []  # runs of simple lines that hold inline markup
@@ -67,9 +69,20 @@ def fast_spans(text: str) -> list[Span] | None:
     if runs:
         scanner = InlineScanner(set())
         for start, end in runs:
-            _paragraphs(scanner, text, start, end, spans)
+            for block_start, block_end in _marked_blocks(text, start, end):
+                _paragraphs(scanner, text, block_start, block_end, spans)
         spans.sort()
     return spans
+
+
+def _may_define(text: str) -> bool:
+    """Whether ``]:`` occurs: found at each ``:``, as one-character searches are C-speed."""
+    at = text.find(":", 1)
+    while at >= 0:
+        if text[at - 1] == "]":
+            return True
+        at = text.find(":", at + 1)
+    return False
 
 
 def _inline(text: str, start: int, end: int) -> bool:
@@ -90,7 +103,7 @@ def _fence(text: str, pos: int, spans: list[Span]) -> int:
     if opener is None:
         return -1
     char, size = text[pos], opener.end() - pos
-    close = _FENCE_LINE.search(text, eol + 1)
+    close = _FENCE_LINE.search(text, eol)
     while close is not None and (close.group(1)[0] != char or len(close.group(1)) < size):
         close = _FENCE_LINE.search(text, close.end())
     if close is None:
@@ -132,6 +145,33 @@ def _cell_count(line: str) -> int:
     return pipes if line.endswith("|") else pipes + 1
 
 
+def _marked_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The blocks between empty lines of a run that hold inline markup, in order.
+
+    No paragraph spans an empty line, and the inline scanner finds nothing in a
+    paragraph without a backtick, a ``<`` or a ``](``, so only these need scanning.
+    """
+    out: list[tuple[int, int]] = []
+    # The next occurrence of each opener, searched again only once passed: linear.
+    nexts = {c: text.find(c, start, end) for c in ("`", "<", "](")}
+    pos = start
+    while True:
+        for c, at in nexts.items():
+            if 0 <= at < pos:
+                nexts[c] = text.find(c, pos, end)
+        found = [at for at in nexts.values() if at >= 0]
+        if not found:
+            break
+        at = min(found)
+        blank = text.rfind("\n\n", pos, at)
+        block_start = blank + 2 if blank >= 0 else pos
+        stop = text.find("\n\n", at, end)
+        block_end = end if stop < 0 else stop + 1
+        out.append((block_start, block_end))
+        pos = block_end
+    return out
+
+
 def _paragraphs(scanner: InlineScanner, text: str, start: int, end: int, out: list[Span]) -> None:
     """Inline-scan the paragraphs of a run of simple lines, in document order.
 
@@ -171,5 +211,21 @@ def _scan(scanner: InlineScanner, text: str, lines: list[tuple[int, int]], out: 
     content, starts = _join(text, lines)
     found: list[Span] = []
     scanner.scan(content, 0, len(content), found)
-    for span in found:
-        out.extend(_map(span, lines, starts))
+    if len(found) < 8:  # noqa: PLR2004 - a few spans: map each
+        for span in found:
+            out.extend(_map(span, lines, starts))
+        return
+    # Many spans (sorted, disjoint): one walk over the lines maps them all.
+    i, last = 0, len(lines) - 1
+    for span_start, span_end, kind in found:
+        while i < last and starts[i + 1] <= span_start:
+            i += 1
+        j = i
+        while j <= last and starts[j] < span_end:
+            (start, end), at = lines[j], starts[j]
+            lo = max(at, span_start)
+            hi = at + end - start
+            hi = min(hi, span_end)
+            if lo < hi:
+                out.append(Span(start + lo - at, start + hi - at, kind))
+            j += 1
