@@ -38,7 +38,10 @@ __all__ = ["citation_for", "resolve"]
 _SHORT = 19  # digit strings this short convert with plain int(), no size guard needed
 _MAX_TABLES = 64
 _ANSWER_FIELDS = frozenset({"text", "citations", "unrecognized"})
-_TABLES: dict[tuple[int, ...], tuple[tuple[Source, ...], dict[str, Citation]]] = {}
+_MAX_REMEMBERED = 256  # group bodies other than "1".."N" kept per source list
+_TABLES: dict[
+    tuple[int, ...], tuple[tuple[Source, ...], dict[str, tuple[tuple[int, Citation], ...]]]
+] = {}
 
 
 def resolve(
@@ -113,23 +116,17 @@ def resolve(
     cited: dict[int, Citation] = {}
     # Distinct group bodies first: answers repeat the same few markers, and this
     # loop is the hot path of every check (see bench/markers.py). A body such as
-    # "3" is one dict lookup; lists, leading zeros and bad numbers take the long way.
+    # "3" or "1, 2" seen before with these sources is one dict lookup; others take
+    # the long way once, and are remembered when every number is in range.
     for body in dict.fromkeys(bodies):
-        citation = table.get(body)
-        if citation is not None:
-            cited.setdefault(citation.marker, citation)
-            continue
-        if not body:
-            continue  # a "[" that opens no group
-        if "," in body:
-            numbers = [marker_number(digits.strip(" ")) for digits in body.split(",")]
-        else:
-            numbers = [int(body) if len(body) < _SHORT else marker_number(body)]
-        for number in numbers:
+        pairs = table.get(body)
+        if pairs is None:
+            if not body:
+                continue  # a "[" that opens no group
+            pairs = _body_pairs(body, sources, table)
+        for number, citation in pairs:
             if number not in cited:
-                if not 0 < number <= count:
-                    raise MarkerOutOfRangeError(number, count)
-                cited[number] = citation_for(sources[number - 1], number)
+                cited[number] = citation
     return _answer(text, tuple(cited.values()), unrecognized)
 
 
@@ -213,8 +210,33 @@ def _answer(
     return answer
 
 
-def _citation_table(sources: Sequence[Source]) -> dict[str, Citation]:
-    """``{"1": citation of sources[0], ...}`` for this list, built once and reused.
+def _body_pairs(
+    body: str, sources: Sequence[Source], table: dict[str, tuple[tuple[int, Citation], ...]]
+) -> tuple[tuple[int, Citation], ...]:
+    """The (number, citation) pairs of a group body, in order; raise at the first out of range.
+
+    Every earlier number of the text resolved, so the first out-of-range number of
+    the first body holding one is the text's first. A body whose numbers all resolve
+    is remembered in ``table`` while it is small.
+    """
+    count = len(sources)
+    if "," in body:
+        numbers = [marker_number(digits.strip(" ")) for digits in body.split(",")]
+    else:
+        numbers = [int(body) if len(body) < _SHORT else marker_number(body)]
+    pairs = []
+    for number in numbers:
+        if not 0 < number <= count:
+            raise MarkerOutOfRangeError(number, count)
+        pairs.append((number, citation_for(sources[number - 1], number)))
+    found = tuple(pairs)
+    if len(table) < count + _MAX_REMEMBERED:
+        table[body] = found
+    return found
+
+
+def _citation_table(sources: Sequence[Source]) -> dict[str, tuple[tuple[int, Citation], ...]]:
+    """``{"1": ((1, citation of sources[0]),), ...}`` for this list, built once and reused.
 
     Answers are resolved against the same sources many times (a batch, a stream, a
     benchmark), so recent tables are kept, keyed by the identity of the sources.
@@ -225,7 +247,9 @@ def _citation_table(sources: Sequence[Source]) -> dict[str, Citation]:
     entry = _TABLES.get(key)
     if entry is not None:
         return entry[1]
-    table = {str(n): citation_for(source, n) for n, source in enumerate(sources, start=1)}
+    table: dict[str, tuple[tuple[int, Citation], ...]] = {
+        str(n): ((n, citation_for(source, n)),) for n, source in enumerate(sources, start=1)
+    }
     if len(_TABLES) >= _MAX_TABLES:
         _TABLES.clear()
     _TABLES[key] = (tuple(sources), table)
