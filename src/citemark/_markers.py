@@ -135,6 +135,25 @@ def masked_spans(text: str) -> list[MaskedSpan]:
 
 
 def _spans(text: str) -> list[MaskedSpan]:
+    """`masked_spans` without the quick check, remembering the last text's answer.
+
+    Callers ask about one answer several times in a row (``masked_spans``, then
+    ``parse_markers`` or ``resolve``, as the scorer and the check loop do), so the
+    last result is kept, keyed by the text object itself (held, so its identity
+    cannot be reused) and handed out as a fresh list each time.
+    """
+    last = _LAST
+    if last is not None and last[0] is text:
+        return list(last[1])
+    found = _parse(text)
+    globals()["_LAST"] = (text, tuple(found))
+    return found
+
+
+_LAST: tuple[str, tuple[MaskedSpan, ...]] | None = None
+
+
+def _parse(text: str) -> list[MaskedSpan]:
     out: list[MaskedSpan] = []
     found = fast_spans(text)
     if found is None:
