@@ -56,7 +56,14 @@ _WORDS: Final = (
 # every inner run is bounded and stops at the next opener of its own kind. The
 # bracket pass leaves valid marker groups out by a lookahead, so an answer holding
 # only markers costs one C-speed scan and no Python call.
-_BRACKETS: Final = re.compile(r"\[(?![0-9]++(?:, *+[0-9]++)*+\])([^\[\]\n]{1,64}+)\]")
+# A bracket candidate is one only if its inside holds a digit (ASCII or not), opens
+# with "^" (a footnote) or with "cite" (Gemini): the bounded lookahead keeps the
+# others, such as every "[a]" of a link-heavy text, from reaching Python at all.
+_BRACKETS: Final = re.compile(
+    r"\[(?![0-9]++(?:, *+[0-9]++)*+\])"
+    r"(?=[^\[\]\n]{0,64}?[0-9\x80-\U0010ffff]|\^|(?i:cite))"
+    r"([^\[\]\n]{1,64}+)\]"
+)
 _PARENS: Final = re.compile(
     rf"\([ \t]*+(?:(?:see|cf\.)[ \t]*+)?{_WORDS}\.?[ \t]*+(?:id[ \t]*+)?[:#]?[ \t]*+"
     r"[0-9][^()\[\]\n]{0,60}+\)",
