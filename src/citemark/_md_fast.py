@@ -59,6 +59,11 @@ def fast_spans(text: str) -> list[Span] | None:
             pos = _fence(text, pos, spans)
         elif char == "|" and (pos in {0, block_end} or text.startswith("\n\n", pos - 2)):
             pos = _table(text, pos)
+        elif char in "-+*" and text.startswith(" ", pos + 1):
+            pos = _item_fence(text, pos, spans)
+            if pos < 0:
+                return None
+            continue
         else:
             return None
         if pos < 0:
@@ -110,6 +115,24 @@ def _fence(text: str, pos: int, spans: list[Span]) -> int:
         return -1
     spans.append(Span(pos, close.end(), "code"))
     return close.end() + 1
+
+
+def _item_fence(text: str, pos: int, spans: list[Span]) -> int:
+    """A bullet item holding a fence opener, closed by the next line; its end, or -1.
+
+    ``- ``` `` followed by the end of the text or by a line at column 0 (not empty,
+    not indented): that line does not continue the item, and a fence takes no lazy
+    line, so the fence holds its opener alone, as in cmark.
+    """
+    eol = text.find("\n", pos)
+    if eol < 0:
+        eol = len(text)
+    elif eol + 1 < len(text) and text[eol + 1] in " \t\n":
+        return -1
+    if _FENCE.match(text, pos + 2, eol) is None:
+        return -1
+    spans.append(Span(pos + 2, eol, "code"))
+    return eol + 1
 
 
 def _table(text: str, pos: int) -> int:
