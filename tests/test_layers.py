@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             }
         ),
     ),
-    ("markers", frozenset({"_markers", "_md_blocks", "_md_inline", "_nearmiss"})),
+    ("markers", frozenset({"_markers", "_md_blocks", "_md_fast", "_md_inline", "_nearmiss"})),
     (
         "render, resolve, verify",
         frozenset({"_providers", "_render", "_resolve", "_stream", "_verify"}),

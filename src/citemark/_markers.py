@@ -20,9 +20,10 @@ import re
 from typing import NamedTuple
 
 from citemark._md_blocks import block_spans
+from citemark._md_fast import fast_spans
 from citemark._syntax import GROUP_PATTERN, INT_PATTERN
 
-__all__ = ["MarkerOccurrence", "MaskedSpan", "masked_spans", "parse_markers"]
+__all__ = ["OPENERS", "MarkerOccurrence", "MaskedSpan", "masked_spans", "parse_markers", "unmask"]
 
 
 class MarkerOccurrence(NamedTuple):
@@ -63,6 +64,13 @@ class MaskedSpan(NamedTuple):
 
 # The grammar itself (ASCII digits only, possessive, linear) is citemark._syntax's.
 _INT = INT_PATTERN
+_BODY = GROUP_PATTERN.pattern.removeprefix(r"\[").removesuffix(r"\]")
+OPENERS = re.compile(rf"\[(?:{_BODY}\])?")
+"""Every ``[``: a group's yields its body (``"1, 2"``), any other ``[`` an empty string.
+
+Over `unmask`'s result, one pass that gives `citemark.resolve` both the citing
+groups and whether any visible ``[`` opens something else (a near-miss may start there).
+"""
 
 # Integers longer than this are not converted exactly: CPython refuses (and would
 # take quadratic time on) longer digit strings. Such a marker is out of range for any
@@ -107,7 +115,7 @@ def group_bodies(text: str) -> list[str]:
 
     The fast path `citemark.resolve` uses: no offsets, no per-occurrence objects.
     """
-    return GROUP_PATTERN.findall(_unmasked(text))
+    return GROUP_PATTERN.findall(unmask(text)[0])
 
 
 def marker_number(digits: str) -> int:
@@ -123,8 +131,34 @@ def masked_spans(text: str) -> list[MaskedSpan]:
     """Return the sorted, disjoint ranges of ``text`` in which brackets do not cite."""
     if not _may_mask(text):
         return []
+    return _spans(text)
+
+
+def _spans(text: str) -> list[MaskedSpan]:
+    """`masked_spans` without the quick check, remembering the last text's answer.
+
+    Callers ask about one answer several times in a row (``masked_spans``, then
+    ``parse_markers`` or ``resolve``, as the scorer and the check loop do), so the
+    last result is kept, keyed by the text object itself (held, so its identity
+    cannot be reused) and handed out as a fresh list each time.
+    """
+    last = _LAST
+    if last is not None and last[0] is text:
+        return list(last[1])
+    found = _parse(text)
+    globals()["_LAST"] = (text, tuple(found))
+    return found
+
+
+_LAST: tuple[str, tuple[MaskedSpan, ...]] | None = None
+
+
+def _parse(text: str) -> list[MaskedSpan]:
     out: list[MaskedSpan] = []
-    for start, end, kind in block_spans(text):
+    found = fast_spans(text)
+    if found is None:
+        found = block_spans(text)
+    for start, end, kind in found:
         if out and start < out[-1].end:  # never expected; keep the result disjoint anyway
             if end > out[-1].end:
                 out[-1] = MaskedSpan(out[-1].start, end, out[-1].kind)
@@ -169,17 +203,28 @@ def _groups(text: str) -> list[re.Match[str]]:
 
 
 def _unmasked(text: str) -> str:
+    return unmask(text)[0]
+
+
+def unmask(text: str) -> tuple[str, list[MaskedSpan] | None]:
     """``text`` with every masked span overwritten by backticks, offsets unchanged.
 
     A group never straddles a span boundary, and a backtick can be part of no group,
     so the groups of the result are exactly the citing groups of ``text``, found by
     one C-speed pass instead of a Python loop over every candidate.
+
+    Returns:
+        The overwritten text and `masked_spans` of ``text``, or None in place of
+        the spans where they were not needed (no group at all), so that a caller
+        needing them too (`citemark.resolve`, for the near-miss scan) parses once.
     """
-    if not _may_mask(text) or GROUP_PATTERN.search(text) is None:
-        return text
-    spans = masked_spans(text)
+    if not _may_mask(text):
+        return text, []
+    if GROUP_PATTERN.search(text) is None:
+        return text, None
+    spans = _spans(text)
     if not spans:
-        return text
+        return text, spans
     pieces = []
     pos = 0
     for start, end, _ in spans:
@@ -187,4 +232,4 @@ def _unmasked(text: str) -> str:
         pieces.append("`" * (end - start))
         pos = end
     pieces.append(text[pos:])
-    return "".join(pieces)
+    return "".join(pieces), spans

@@ -37,9 +37,16 @@ from citemark._syntax import GROUP_PATTERN
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from citemark._markers import MaskedSpan
     from citemark._models import UnrecognizedKind
 
-__all__ = ["find_unrecognized", "may_hold_unrecognized", "parse_range"]
+__all__ = [
+    "find_unrecognized",
+    "may_hold_unrecognized",
+    "may_hold_unrecognized_beyond",
+    "parse_range",
+    "unrecognized_in",
+]
 
 _WORDS: Final = (
     r"(?:sources?|src|docs?|documents?|passages?|refs?|references?|citations?|contexts?"
@@ -49,7 +56,14 @@ _WORDS: Final = (
 # every inner run is bounded and stops at the next opener of its own kind. The
 # bracket pass leaves valid marker groups out by a lookahead, so an answer holding
 # only markers costs one C-speed scan and no Python call.
-_BRACKETS: Final = re.compile(r"\[(?![0-9]++(?:, *+[0-9]++)*+\])([^\[\]\n]{1,64}+)\]")
+# A bracket candidate is one only if its inside holds a digit (ASCII or not), opens
+# with "^" (a footnote) or with "cite" (Gemini): the bounded lookahead keeps the
+# others, such as every "[a]" of a link-heavy text, from reaching Python at all.
+_BRACKETS: Final = re.compile(
+    r"\[(?![0-9]++(?:, *+[0-9]++)*+\])"
+    r"(?=[^\[\]\n]{0,64}?[0-9\x80-\U0010ffff]|\^|(?i:cite))"
+    r"([^\[\]\n]{1,64}+)\]"
+)
 _PARENS: Final = re.compile(
     rf"\([ \t]*+(?:(?:see|cf\.)[ \t]*+)?{_WORDS}\.?[ \t]*+(?:id[ \t]*+)?[:#]?[ \t]*+"
     r"[0-9][^()\[\]\n]{0,60}+\)",
@@ -111,13 +125,39 @@ def find_unrecognized(
         #> [('range', '[1-3]'), ('footnote', '[^2]'), ('openai_file_citation', '【4:0†source】')]
         ```
     """
+    return _find(text, exclude, None, None)
+
+
+def unrecognized_in(
+    text: str, unmasked: str, spans: list[MaskedSpan] | None
+) -> tuple[UnrecognizedToken, ...]:
+    """`find_unrecognized` with the parse `citemark.resolve` already made.
+
+    Args:
+        text: The answer.
+        unmasked: ``text`` with its masked spans overwritten (``_markers.unmask``).
+        spans: ``text``'s masked spans, or None where they were not computed.
+    """
+    return _find(text, None, unmasked, spans)
+
+
+def _find(
+    text: str,
+    exclude: Iterable[tuple[int, int]] | None,
+    unmasked: str | None,
+    spans: list[MaskedSpan] | None,
+) -> tuple[UnrecognizedToken, ...]:
     candidates = _candidates(text)
     if not candidates:
         return ()
     if exclude is None:
-        exclude = {(o.group_start, o.group_end) for o in parse_markers(text)}
+        if unmasked is None:
+            exclude = {(o.group_start, o.group_end) for o in parse_markers(text)}
+        else:
+            exclude = [m.span() for m in GROUP_PATTERN.finditer(unmasked)]
     taken = sorted(exclude)
-    spans = masked_spans(text)
+    if spans is None:
+        spans = masked_spans(text)
     span_starts = [s.start for s in spans]
     taken_starts = [s for s, _ in taken]
     out: list[UnrecognizedToken] = []
@@ -139,6 +179,20 @@ def may_hold_unrecognized(text: str, groups: int) -> bool:
     to find. False only when that is certain.
     """
     if not text.isascii() or text.count("[") != groups:
+        return True
+    if "&" in text or "<" in text or "\\" in text:
+        return True
+    return "(" in text and _PARENS.search(text) is not None
+
+
+def may_hold_unrecognized_beyond(text: str, *, lone_bracket: bool) -> bool:
+    """`may_hold_unrecognized` given whether a visible ``[`` opens no citing group.
+
+    A candidate that starts inside a masked span is never reported unless it is an
+    autolink (which needs a ``<``), so only the ``[`` a reader sees count: with
+    every one of them opening a citing group, no bracket candidate can be found.
+    """
+    if lone_bracket or not text.isascii():
         return True
     if "&" in text or "<" in text or "\\" in text:
         return True

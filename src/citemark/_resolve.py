@@ -22,9 +22,9 @@ from citemark._errors import (
     SynthesisError,
     UnrecognizedCitationError,
 )
-from citemark._markers import group_bodies, marker_number, parse_markers
+from citemark._markers import OPENERS, marker_number, parse_markers, unmask
 from citemark._models import Citation, CitedAnswer, Source, UnrecognizedToken
-from citemark._nearmiss import find_unrecognized, may_hold_unrecognized, parse_range
+from citemark._nearmiss import may_hold_unrecognized_beyond, parse_range, unrecognized_in
 from citemark._render import is_blank
 from citemark._syntax import DEFAULT_INDEX_BASE, check_index_base
 
@@ -38,7 +38,10 @@ __all__ = ["citation_for", "resolve"]
 _SHORT = 19  # digit strings this short convert with plain int(), no size guard needed
 _MAX_TABLES = 64
 _ANSWER_FIELDS = frozenset({"text", "citations", "unrecognized"})
-_TABLES: dict[tuple[int, ...], tuple[tuple[Source, ...], dict[str, Citation]]] = {}
+_MAX_REMEMBERED = 256  # group bodies other than "1".."N" kept per source list
+_TABLES: dict[
+    tuple[int, ...], tuple[tuple[Source, ...], dict[str, tuple[tuple[int, Citation], ...]]]
+] = {}
 
 
 def resolve(
@@ -95,10 +98,12 @@ def resolve(
     if is_blank(text):
         msg = "the answer is blank: a blank completion is not an abstention"
         raise SynthesisError(msg)
-    bodies = group_bodies(text)
+    # One parse serves the groups and the near-miss scan (issue 11).
+    unmasked, spans = unmask(text)
+    bodies = OPENERS.findall(unmasked)  # "" for a visible "[" that opens no group
     unrecognized = (
-        find_unrecognized(text)
-        if type(text) is str and may_hold_unrecognized(text, len(bodies))
+        unrecognized_in(text, unmasked, spans)
+        if type(text) is str and may_hold_unrecognized_beyond(text, lone_bracket="" in bodies)
         else ()
     )
     if allow_ranges and any(token.kind == "range" for token in unrecognized):
@@ -111,21 +116,17 @@ def resolve(
     cited: dict[int, Citation] = {}
     # Distinct group bodies first: answers repeat the same few markers, and this
     # loop is the hot path of every check (see bench/markers.py). A body such as
-    # "3" is one dict lookup; lists, leading zeros and bad numbers take the long way.
+    # "3" or "1, 2" seen before with these sources is one dict lookup; others take
+    # the long way once, and are remembered when every number is in range.
     for body in dict.fromkeys(bodies):
-        citation = table.get(body)
-        if citation is not None:
-            cited.setdefault(citation.marker, citation)
-            continue
-        if "," in body:
-            numbers = [marker_number(digits.strip(" ")) for digits in body.split(",")]
-        else:
-            numbers = [int(body) if len(body) < _SHORT else marker_number(body)]
-        for number in numbers:
+        pairs = table.get(body)
+        if pairs is None:
+            if not body:
+                continue  # a "[" that opens no group
+            pairs = _body_pairs(body, sources, table)
+        for number, citation in pairs:
             if number not in cited:
-                if not 0 < number <= count:
-                    raise MarkerOutOfRangeError(number, count)
-                cited[number] = citation_for(sources[number - 1], number)
+                cited[number] = citation
     return _answer(text, tuple(cited.values()), unrecognized)
 
 
@@ -209,8 +210,33 @@ def _answer(
     return answer
 
 
-def _citation_table(sources: Sequence[Source]) -> dict[str, Citation]:
-    """``{"1": citation of sources[0], ...}`` for this list, built once and reused.
+def _body_pairs(
+    body: str, sources: Sequence[Source], table: dict[str, tuple[tuple[int, Citation], ...]]
+) -> tuple[tuple[int, Citation], ...]:
+    """The (number, citation) pairs of a group body, in order; raise at the first out of range.
+
+    Every earlier number of the text resolved, so the first out-of-range number of
+    the first body holding one is the text's first. A body whose numbers all resolve
+    is remembered in ``table`` while it is small.
+    """
+    count = len(sources)
+    if "," in body:
+        numbers = [marker_number(digits.strip(" ")) for digits in body.split(",")]
+    else:
+        numbers = [int(body) if len(body) < _SHORT else marker_number(body)]
+    pairs = []
+    for number in numbers:
+        if not 0 < number <= count:
+            raise MarkerOutOfRangeError(number, count)
+        pairs.append((number, citation_for(sources[number - 1], number)))
+    found = tuple(pairs)
+    if len(table) < count + _MAX_REMEMBERED:
+        table[body] = found
+    return found
+
+
+def _citation_table(sources: Sequence[Source]) -> dict[str, tuple[tuple[int, Citation], ...]]:
+    """``{"1": ((1, citation of sources[0]),), ...}`` for this list, built once and reused.
 
     Answers are resolved against the same sources many times (a batch, a stream, a
     benchmark), so recent tables are kept, keyed by the identity of the sources.
@@ -221,7 +247,9 @@ def _citation_table(sources: Sequence[Source]) -> dict[str, Citation]:
     entry = _TABLES.get(key)
     if entry is not None:
         return entry[1]
-    table = {str(n): citation_for(source, n) for n, source in enumerate(sources, start=1)}
+    table: dict[str, tuple[tuple[int, Citation], ...]] = {
+        str(n): ((n, citation_for(source, n)),) for n, source in enumerate(sources, start=1)
+    }
     if len(_TABLES) >= _MAX_TABLES:
         _TABLES.clear()
     _TABLES[key] = (tuple(sources), table)

@@ -1,0 +1,254 @@
+"""The block scanner's whole-document fast path, for the shapes answers usually take.
+
+Most answers are paragraphs, bulleted items and one-level block quotes whose lines
+open with an ordinary character, separated by empty lines, with now and then a
+fenced code block or a GFM table at the top level. For such a document the block
+structure is known without the line-by-line container walk of
+`citemark._md_blocks`: no line of it can open anything but a paragraph, an item or a
+quote, no container can hold a fence or a table, and a line a container does not
+continue closes it. So one possessive regular expression reads each run of such
+lines, fences are masked whole, inert tables are checked for their cell counts only,
+and the inline scanner runs only on the paragraphs that hold a character that can
+open a masked construct.
+
+`fast_spans` returns None for anything outside that shape (indentation, headings,
+ordered lists, nested containers, HTML, link reference definitions, a table with a
+masked cell or markup in it, a fence that does not close, carriage returns), and the
+full scanner decides. Where it answers, it answers exactly as the full scanner does,
+which a property test checks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from citemark._md_blocks import _contiguous, _join, _map
+from citemark._md_inline import InlineScanner, Span
+
+__all__ = ["fast_spans"]
+
+# A line that opens with an ordinary character, or with a backtick or tilde that
+# opens no fence: paragraph text in any context here.
+_PLAIN = r"(?:[^\x00-\x20#`~<*+\-_=>0-9|:]|`(?!``)|~(?!~~))[^\n]*+(?:\n|\Z)"
+# Runs of plain lines, bulleted items ("- " and a plain line), quote lines ("> " and
+# a plain line) and empty lines.
+_RUN = re.compile(rf"(?:{_PLAIN}|[-+*>] {_PLAIN}|\n)*+")
+_FENCE = re.compile(r"`{3,}+(?![^`\n]*+`)|~{3,}+")
+# A fence line after a newline: the literal first character lets the engine skip ahead.
+_FENCE_LINE = re.compile(r"\n {0,3}+(`{3,}+|~{3,}+)[ \t]*+(?=\n|\Z)")
+_DELIMITER_ROW = re.compile(r"\|?+[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?+[ \t]*+$")
+
+
+def fast_spans(text: str) -> list[Span] | None:
+    """The masked spans of a simply shaped ``text`` (see the module), or None."""
+    if "\r" in text or _may_define(text):
+        return None  # definitions make every paragraph's reference links matter
+    spans: list[Span] = []
+    runs: list[tuple[int, int]] = []  # runs of simple lines that hold inline markup
+    pos, n = 0, len(text)
+    block_end = 0  # where the last fence or table ended: a table may start there
+    while True:
+        stop = _RUN.match(text, pos).end()  # type: ignore[union-attr]  # it matches empty
+        if stop > pos and _inline(text, pos, stop):
+            runs.append((pos, stop))
+        if stop >= n:
+            break
+        pos = stop
+        char = text[pos]
+        if char in "`~":
+            pos = _fence(text, pos, spans)
+        elif char == "|" and (pos in {0, block_end} or text.startswith("\n\n", pos - 2)):
+            pos = _table(text, pos)
+        elif char in "-+*" and text.startswith(" ", pos + 1):
+            pos = _item_fence(text, pos, spans)
+            if pos < 0:
+                return None
+            continue
+        else:
+            return None
+        if pos < 0:
+            return None
+        block_end = pos
+        if pos >= n:
+            break
+    if runs:
+        scanner = InlineScanner(set())
+        for start, end in runs:
+            for block_start, block_end in _marked_blocks(text, start, end):
+                _paragraphs(scanner, text, block_start, block_end, spans)
+        spans.sort()
+    return spans
+
+
+def _may_define(text: str) -> bool:
+    """Whether ``]:`` occurs: found at each ``:``, as one-character searches are C-speed."""
+    at = text.find(":", 1)
+    while at >= 0:
+        if text[at - 1] == "]":
+            return True
+        at = text.find(":", at + 1)
+    return False
+
+
+def _inline(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a character that can open inline markup."""
+    return (
+        text.find("`", start, end) >= 0
+        or text.find("<", start, end) >= 0
+        or (text.find("(", start, end) >= 0 and text.find("](", start, end) >= 0)
+    )
+
+
+def _fence(text: str, pos: int, spans: list[Span]) -> int:
+    """A fence at column 0 that closes: masked whole; where the text goes on, or -1."""
+    eol = text.find("\n", pos)
+    if eol < 0:
+        return -1
+    opener = _FENCE.match(text, pos, eol)
+    if opener is None:
+        return -1
+    char, size = text[pos], opener.end() - pos
+    close = _FENCE_LINE.search(text, eol)
+    while close is not None and (close.group(1)[0] != char or len(close.group(1)) < size):
+        close = _FENCE_LINE.search(text, close.end())
+    if close is None:
+        return -1
+    spans.append(Span(pos, close.end(), "code"))
+    return close.end() + 1
+
+
+def _item_fence(text: str, pos: int, spans: list[Span]) -> int:
+    """A bullet item holding a fence opener, closed by the next line; its end, or -1.
+
+    ``- ``` `` followed by the end of the text or by a line at column 0 (not empty,
+    not indented): that line does not continue the item, and a fence takes no lazy
+    line, so the fence holds its opener alone, as in cmark.
+    """
+    eol = text.find("\n", pos)
+    if eol < 0:
+        eol = len(text)
+    elif eol + 1 < len(text) and text[eol + 1] in " \t\n":
+        return -1
+    if _FENCE.match(text, pos + 2, eol) is None:
+        return -1
+    spans.append(Span(pos + 2, eol, "code"))
+    return eol + 1
+
+
+def _table(text: str, pos: int) -> int:
+    """An inert table of pipe-led rows, none past the header's count; its end, or -1.
+
+    The table must end at an empty line or at the end of the text, and hold no
+    backslash (cells are then split at every pipe) and nothing inline that can mask,
+    so that nothing in it is masked at all.
+    """
+    end = text.find("\n\n", pos)
+    end = len(text) if end < 0 else end + 1
+    if text.find("\\", pos, end) >= 0 or _inline(text, pos, end):
+        return -1
+    lines = text[pos:end].rstrip("\n").split("\n")
+    if len(lines) < 2 or not lines[1].startswith("|") or not _DELIMITER_ROW.match(lines[1]):  # noqa: PLR2004
+        return -1
+    count = _cell_count(lines[1])
+    if _cell_count(lines[0]) != count:
+        return -1
+    for line in lines[2:]:
+        if not line.startswith("|") or _cell_count(line) > count:
+            return -1
+    return end
+
+
+def _cell_count(line: str) -> int:
+    """How many cells a row with no backslash has, as ``_md_blocks._cells`` splits it."""
+    line = line.rstrip(" \t")
+    line = line.removeprefix("|")
+    pipes = line.count("|")
+    if pipes == 0:
+        return 1
+    return pipes if line.endswith("|") else pipes + 1
+
+
+def _marked_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The blocks between empty lines of a run that hold inline markup, in order.
+
+    No paragraph spans an empty line, and the inline scanner finds nothing in a
+    paragraph without a backtick, a ``<`` or a ``](``, so only these need scanning.
+    """
+    out: list[tuple[int, int]] = []
+    # The next occurrence of each opener, searched again only once passed: linear.
+    nexts = {c: text.find(c, start, end) for c in ("`", "<", "](")}
+    pos = start
+    while True:
+        for c, at in nexts.items():
+            if 0 <= at < pos:
+                nexts[c] = text.find(c, pos, end)
+        found = [at for at in nexts.values() if at >= 0]
+        if not found:
+            break
+        at = min(found)
+        blank = text.rfind("\n\n", pos, at)
+        block_start = blank + 2 if blank >= 0 else pos
+        stop = text.find("\n\n", at, end)
+        block_end = end if stop < 0 else stop + 1
+        out.append((block_start, block_end))
+        pos = block_end
+    return out
+
+
+def _paragraphs(scanner: InlineScanner, text: str, start: int, end: int, out: list[Span]) -> None:
+    """Inline-scan the paragraphs of a run of simple lines, in document order.
+
+    An empty line ends a paragraph; an item starts one, and so does a quote line
+    unless a quoted paragraph is open; any other line continues the open paragraph
+    (lazily, inside an item or a quote).
+    """
+    para: list[tuple[int, int]] = []
+    quoted = False
+    pos = start
+    while pos < end:
+        eol = text.find("\n", pos, end)
+        if eol < 0:
+            eol = end
+        lead = text[pos] if eol > pos else ""
+        if lead == ">" and quoted:
+            para.append((pos + 2, eol))
+        elif not lead or lead in "-+*>":
+            if para:
+                _scan(scanner, text, para, out)
+                para = []
+            quoted = lead == ">"
+            if lead:
+                para.append((pos + 2, eol))
+        else:
+            para.append((pos, eol))
+        pos = eol + 1
+    if para:
+        _scan(scanner, text, para, out)
+
+
+def _scan(scanner: InlineScanner, text: str, lines: list[tuple[int, int]], out: list[Span]) -> None:
+    """Inline-scan one paragraph's lines, mapping spans of joined lines back."""
+    if _contiguous(text, lines):
+        scanner.scan(text, lines[0][0], lines[-1][1], out)
+        return
+    content, starts = _join(text, lines)
+    found: list[Span] = []
+    scanner.scan(content, 0, len(content), found)
+    if len(found) < 8:  # noqa: PLR2004 - a few spans: map each
+        for span in found:
+            out.extend(_map(span, lines, starts))
+        return
+    # Many spans (sorted, disjoint): one walk over the lines maps them all.
+    i, last = 0, len(lines) - 1
+    for span_start, span_end, kind in found:
+        while i < last and starts[i + 1] <= span_start:
+            i += 1
+        j = i
+        while j <= last and starts[j] < span_end:
+            (start, end), at = lines[j], starts[j]
+            lo = max(at, span_start)
+            hi = at + end - start
+            hi = min(hi, span_end)
+            if lo < hi:
+                out.append(Span(start + lo - at, start + hi - at, kind))
+            j += 1
