@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     ("reports, retrieval", frozenset({"_reports", "_retrieval"})),
-    ("command line", frozenset({"_check", "_cli", "_runs"})),
+    ("command line", frozenset({"_check", "_cli", "_provider_rows", "_runs"})),
     (
         "public surface",
         frozenset(

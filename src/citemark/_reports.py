@@ -226,6 +226,14 @@ class CheckSummary(BaseModel):
     """Judge replies cut off at the token limit (``finish_reason`` length), failed rows
     included; each such reply was not read."""
 
+    rows_with_provider_citations: int = 0
+    """Rows recorded with a provider's raw response that holds at least one
+    provider-native citation (see docs/provider-citations.md)."""
+
+    provider_citations: dict[str, int] = Field(default_factory=dict)
+    """Provider-native citations over all rows, by verification outcome
+    (``verified``, ``mismatch``, ``unknown_document``, ``no_source_span``, ...)."""
+
 
 class EvalReport(BaseModel):
     """The artifact of one evaluation run.

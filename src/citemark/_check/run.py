@@ -47,6 +47,7 @@ from citemark._check.sinks import (
     SinkOptions,
 )
 from citemark._errors import NoRowsError
+from citemark._provider_rows import count_provider_citations, with_provider_findings
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
@@ -244,6 +245,9 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
         if rows
         else []
     )
+    results = [
+        with_provider_findings(s, row.provider) for row, s in zip(rows, results, strict=True)
+    ]
     tally.add_scores(results)
     scores = iter(results)
     for item in chunk:
@@ -316,6 +320,8 @@ class _Tally:
         self.unverifiable = 0
         self.cite_nothing = 0
         self.violations: dict[str, int] = {}
+        self.provider_rows = 0
+        self.provider_citations: dict[str, int] = {}
 
     def add_scores(self, scores: list[CitationScore]) -> None:
         # coverage_report is the scorer's own count; summing its chunk reports keeps
@@ -352,6 +358,7 @@ class _Tally:
                 self.unverifiable += 1
             if findings.possible_zero_based_numbering:
                 self.zero_based += 1
+            self.provider_rows += count_provider_citations(findings, self.provider_citations)
             self._add_judge(score)
 
     def _add_judge(self, score: CitationScore) -> None:
@@ -396,6 +403,8 @@ class _Tally:
             rows_with_unverifiable_sources=self.unverifiable,
             citations_all_resolve_none_cited=self.cite_nothing,
             violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
+            rows_with_provider_citations=self.provider_rows,
+            provider_citations=_by_count(self.provider_citations),
         )
 
 
