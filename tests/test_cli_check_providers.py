@@ -181,6 +181,12 @@ class TestUnsentDocuments:
         summary = json.loads((out / "report.json").read_text())["check"]
         assert summary["violations"] == {"unsent_document": 2}
         assert summary["provider_citations"] == {"unknown_document": 2, "verified": 1}
+        # A row citing an unsent document is not one whose every citation resolves, and a
+        # row whose only citations are the provider's does not cite nothing.
+        assert (summary["citations_all_resolve"], summary["citations_all_resolve_none_cited"]) == (
+            1,
+            0,
+        )
         # Without the flag the same rows are reported and the exit code is 0.
         assert check(tmp_path, rows)[0] == 0
         # A naive resolver that clamps the index to the last document sent would have
@@ -249,6 +255,10 @@ class TestCanary:
         code, out, console = check(tmp_path, rows, "--fail-on-violation")
         assert code == 1
         assert CANARY not in console
+        assert (
+            "provider citations in 3 rows: 1 mismatch, 1 unknown_document, 1 verified"
+            in " ".join(console.split())
+        )
         # The naive variant, a console that echoed the answer, would be caught.
         assert CANARY in console + rows[0]["provider_response"]["content"][0]["text"]
         summary = json.loads((out / "report.json").read_text())["check"]

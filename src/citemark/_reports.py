@@ -182,7 +182,8 @@ class CheckSummary(BaseModel):
 
     citations_all_resolve: int = 0
     """Rows in which every citation resolves to a source it was given: no fabricated
-    and no ambiguous marker (rows citing nothing included; see the next field). A
+    and no ambiguous marker, and no provider citation of a document that was not
+    sent (rows citing nothing included; see the next field). A
     deterministic fact, whatever a judge thinks."""
 
     citations_all_resolve_none_cited: int = 0

@@ -77,11 +77,12 @@ def provider_citations_html(
     provider = _e(checked[0].citation.provider)
     items = [_entry(prefix, k, v, by_id) for k, v in enumerate(checked[:MAX_PROVIDER_CITATIONS], 1)]
     more = len(checked) - MAX_PROVIDER_CITATIONS
+    noun = "citation" if len(checked) == 1 else "citations"
     if more > 0:
         items.append(f"<li>and {more} more (see rows.jsonl)</li>")
     return (
         f'<div class="provider-citations" id="{prefix}-pc">'
-        f'<p class="src-title">{len(checked)} provider citations ({provider}): {tally}</p>'
+        f'<p class="src-title">{len(checked)} provider {noun} ({provider}): {tally}</p>'
         f'<div class="answer">{_answer(prefix, answer, checked)}</div>'
         f'<ul class="issues">{"".join(items)}</ul></div>'
     )

@@ -344,9 +344,12 @@ class _Tally:
                 classified
                 and not findings.fabricated_citations
                 and not findings.ambiguous_citations
+                and "unsent_document" not in findings.deterministic_failures
             ):
                 self.all_resolve += 1
-                self.cite_nothing += not findings.resolved_citations
+                self.cite_nothing += (
+                    not findings.resolved_citations and not findings.provider_citations
+                )
             for code in findings.deterministic_failures:
                 self.violations[code] = self.violations.get(code, 0) + 1
             if findings.unrecognized:
