@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     ("reports, retrieval", frozenset({"_reports", "_retrieval"})),
-    ("command line", frozenset({"_check", "_cli", "_diff", "_runs", "_scale"})),
+    ("command line", frozenset({"_check", "_cli", "_diff", "_provider_rows", "_runs", "_scale"})),
     (
         "public surface",
         frozenset(

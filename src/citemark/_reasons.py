@@ -47,6 +47,8 @@ _ADAPTER: Final = {
     "numbering_unknown": "the sources are not numbered [1]..[N] once each",
     "evaluation_error": "evaluating this row raised an error",
     "chain_error": "the chain raised before it produced an answer",
+    "provider_citations_not_graded": "the provider's citations re-read from the documents "
+    "sent, but nothing grades whether they support the answer",
 }
 
 # Why a model call failed: `citemark.ChatError.reason`. Recorded per row and counted

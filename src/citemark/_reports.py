@@ -182,7 +182,8 @@ class CheckSummary(BaseModel):
 
     citations_all_resolve: int = 0
     """Rows in which every citation resolves to a source it was given: no fabricated
-    and no ambiguous marker (rows citing nothing included; see the next field). A
+    and no ambiguous marker, and no provider citation of a document that was not
+    sent (rows citing nothing included; see the next field). A
     deterministic fact, whatever a judge thinks."""
 
     citations_all_resolve_none_cited: int = 0
@@ -225,6 +226,14 @@ class CheckSummary(BaseModel):
     judge_replies_truncated: int = 0
     """Judge replies cut off at the token limit (``finish_reason`` length), failed rows
     included; each such reply was not read."""
+
+    rows_with_provider_citations: int = 0
+    """Rows recorded with a provider's raw response that holds at least one
+    provider-native citation (see docs/provider-citations.md)."""
+
+    provider_citations: dict[str, int] = Field(default_factory=dict)
+    """Provider-native citations over all rows, by verification outcome
+    (``verified``, ``mismatch``, ``unknown_document``, ``no_source_span``, ...)."""
 
 
 class EvalReport(BaseModel):

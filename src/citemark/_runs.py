@@ -5,7 +5,9 @@ A row is a JSON object with ``answer`` (a string), either ``sources`` (a list of
 ``question`` (a string), ``id`` (a string or an integer) and ``index_base`` (0 or 1:
 the number of the row's first source, which wins over ``check --index-base``); other
 keys are ignored,
-so a pipeline's own fields can stay in its export. A line that is not such a row is
+so a pipeline's own fields can stay in its export. A row may instead carry a
+provider's raw response (``provider``, ``provider_response``, ``documents``; see
+``citemark._provider_rows``), whose text is then its answer. A line that is not such a row is
 *malformed*, and `parse_row` says why in structural terms: ``not valid JSON``,
 ``answer must be a string``, ``source 2 does not fit the Source schema: end
 (int_type)``. The reason never quotes the line, one of its values, or a key that is
@@ -23,6 +25,7 @@ from typing import Final, NamedTuple
 from pydantic import ValidationError
 
 from citemark._models import Source
+from citemark._provider_rows import ProviderRow, ProviderRowError, read_provider_row
 from citemark._reports import MalformedLine
 from citemark._strictjson import StrictJSONError, loads_strict
 from citemark._validation import describe_validation_error
@@ -54,6 +57,9 @@ class CheckRow(NamedTuple):
     """The sources the answer cites as ``[n]``, or a labelled context string."""
     index_base: int | None = None
     """The row's own numbering base (0 or 1), or None to use the check's."""
+    provider: ProviderRow | None = None
+    """For a row with ``provider_response``: the provider, the documents sent and each
+    provider citation verified (see ``citemark._provider_rows``); else None."""
 
 
 def parse_row(line: int, raw: bytes) -> CheckRow | MalformedLine | None:
@@ -88,6 +94,16 @@ class _MalformedError(ValueError):
 
 
 def _row(line: int, value: object) -> CheckRow:
+    if isinstance(value, dict) and "provider_response" in value:
+        try:
+            value, provider = read_provider_row(value)
+        except ProviderRowError as exc:
+            raise _MalformedError(str(exc)) from None
+        return _marker_row(line, value)._replace(provider=provider)
+    return _marker_row(line, value)
+
+
+def _marker_row(line: int, value: object) -> CheckRow:
     if not isinstance(value, dict):
         msg = "not a JSON object"
         raise _MalformedError(msg)

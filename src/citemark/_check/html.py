@@ -25,6 +25,7 @@ import importlib.resources
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from citemark._artifacts import write_report_atomically
+from citemark._check.provider_html import provider_citations_html, provider_summary_html
 from citemark._markers import parse_markers
 from citemark._reasons import REASONS
 from citemark._runs import CheckRow
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
     from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
     from citemark._models import Source
+    from citemark._providers._model import SentDocument
     from citemark._reports import CheckSummary
     from citemark._scorer.findings import ScoreFindings
     from citemark._scorer.result import CitationScore
@@ -100,6 +102,7 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
     score: CitationScore,
     label_pattern: re.Pattern[str],
     citation_pattern: re.Pattern[str],
+    documents: Sequence[SentDocument] = (),
 ) -> str:
     """Render one scored row as an HTML ``<section>``.
 
@@ -112,6 +115,8 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
         score: The row's score; its typed findings place every marker.
         label_pattern: The scorer's label pattern, to split a context into blocks.
         citation_pattern: The scorer's citation pattern.
+        documents: For a row with a provider response, the documents sent, whose
+            provider citations are shown beside the markers.
 
     Returns:
         The fragment; every untrusted string in it is escaped.
@@ -181,6 +186,7 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
         more = len(issues) - _MAX_ISSUES
         extra = f"<li>and {more} more</li>" if more > 0 else ""
         parts.append(f'<ul class="issues" id="{prefix}-issues">{shown}{extra}</ul>')
+    parts.append(provider_citations_html(prefix, answer, findings, documents))
     parts.append("</div>")
     parts.append(_sources_html(sources, blocks, excluded, prefix, cited))
     parts.append("</div></section>")
@@ -289,6 +295,7 @@ def render_report(  # noqa: PLR0913 - the page's parts, each computed once by th
             f'<dl class="counts">{counts}</dl>',
             f'<ul class="reasons">{reasons}</ul>' if reasons else "",
             _judge_calls(summary),
+            provider_summary_html(summary),
             (
                 '<p class="judge-note">A verdict is advice: only deterministic findings can '
                 "fail the run, and only with --fail-on-violation.</p>"
@@ -602,6 +609,7 @@ class HtmlSink:
             score=score,
             label_pattern=self._label_pattern,
             citation_pattern=self._citation_pattern,
+            documents=item.provider.documents if item.provider is not None else (),
         )
         self.tiers[tier].append((item.line, score.outcome, fragment))
         self.count += 1

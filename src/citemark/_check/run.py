@@ -48,6 +48,7 @@ from citemark._check.sinks import (
     SinkOptions,
 )
 from citemark._errors import NoRowsError
+from citemark._provider_rows import count_provider_citations, with_provider_findings
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
@@ -253,6 +254,9 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     )
     if recorder is not None:
         recorder.end_batch(len(rows))
+    results = [
+        with_provider_findings(s, row.provider) for row, s in zip(rows, results, strict=True)
+    ]
     tally.add_scores(results)
     scores = iter(results)
     for item in chunk:
@@ -325,6 +329,8 @@ class _Tally:
         self.unverifiable = 0
         self.cite_nothing = 0
         self.violations: dict[str, int] = {}
+        self.provider_rows = 0
+        self.provider_citations: dict[str, int] = {}
 
     def add_scores(self, scores: list[CitationScore]) -> None:
         # coverage_report is the scorer's own count; summing its chunk reports keeps
@@ -347,9 +353,12 @@ class _Tally:
                 classified
                 and not findings.fabricated_citations
                 and not findings.ambiguous_citations
+                and "unsent_document" not in findings.deterministic_failures
             ):
                 self.all_resolve += 1
-                self.cite_nothing += not findings.resolved_citations
+                self.cite_nothing += (
+                    not findings.resolved_citations and not findings.provider_citations
+                )
             for code in findings.deterministic_failures:
                 self.violations[code] = self.violations.get(code, 0) + 1
             if findings.unrecognized:
@@ -361,6 +370,7 @@ class _Tally:
                 self.unverifiable += 1
             if findings.possible_zero_based_numbering:
                 self.zero_based += 1
+            self.provider_rows += count_provider_citations(findings, self.provider_citations)
             self._add_judge(score)
 
     def _add_judge(self, score: CitationScore) -> None:
@@ -405,6 +415,8 @@ class _Tally:
             rows_with_unverifiable_sources=self.unverifiable,
             citations_all_resolve_none_cited=self.cite_nothing,
             violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
+            rows_with_provider_citations=self.provider_rows,
+            provider_citations=_by_count(self.provider_citations),
         )
 
 

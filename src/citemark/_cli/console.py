@@ -131,6 +131,10 @@ def print_check(result: CheckResult, runs: Path) -> None:
     _print_judge_calls(console, summary)
     citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
     console.print(Text(f"citations: {citations}"))
+    if summary.provider_citations:
+        outcomes = ", ".join(f"{n} {o}" for o, n in summary.provider_citations.items())
+        rows = summary.rows_with_provider_citations
+        console.print(Text(f"provider citations in {rows} rows: {outcomes}"))
     if summary.rows_with_unrecognized:
         kinds = ", ".join(f"{count} {kind}" for kind, count in summary.unrecognized.items())
         console.print(

@@ -46,6 +46,7 @@ from citemark._check.sinks import (
     row_line,
 )
 from citemark._errors import NoRowsError
+from citemark._provider_rows import with_provider_findings
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, parse_row
 from citemark._scorer.findings import ScoreFindings
@@ -220,6 +221,7 @@ class CheckBatch:
             )
         except Exception:  # noqa: BLE001 - one row's failure never fails the job
             return self._one_by_one(rows)
+        scores = _with_providers(rows, scores)
         return scores, [_scoring_error(score) for score in scores], self._calls(len(rows))
 
     def _one_by_one(
@@ -232,7 +234,9 @@ class CheckBatch:
         calls: list[list[dict[str, Any]]] = []
         for row in rows:
             try:
-                (score,) = self._runner.run(self._scorer.score_many(_pending([row])))
+                (score,) = _with_providers(
+                    [row], self._runner.run(self._scorer.score_many(_pending([row])))
+                )
                 errors.append(_scoring_error(score))
             except Exception as exc:  # noqa: BLE001 - recorded against the row
                 kind = type(exc).__name__
@@ -249,7 +253,13 @@ class CheckBatch:
 
 
 def _pending(rows: list[CheckRow]) -> list[ScoreRow]:
-    return [ScoreRow(row.answer, row.sources, row.question) for row in rows]
+    # The same rows the local check scores (citemark._check.run._score_chunk).
+    return [ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in rows]
+
+
+def _with_providers(rows: list[CheckRow], scores: list[CitationScore]) -> list[CitationScore]:
+    """Each score with its row's provider citations, as the local check records them."""
+    return [with_provider_findings(s, row.provider) for row, s in zip(rows, scores, strict=True)]
 
 
 def _scoring_error(score: CitationScore) -> str | None:

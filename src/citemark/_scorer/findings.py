@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from citemark._models import UnrecognizedToken
+from citemark._providers._model import ProviderVerification
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -45,8 +46,14 @@ ViolationCode = Literal[
     "sentence_coverage_below_minimum",
     "span_mismatch",
     "unrecognized_citation",
+    "unsent_document",
+    "provider_citation_mismatch",
 ]
-"""A deterministic violation: a finding made in code that fails a row."""
+"""A deterministic violation: a finding made in code that fails a row.
+
+``unsent_document``: a provider-native citation names a document the row's
+``documents`` do not hold; ``provider_citation_mismatch``: one's span or text does
+not re-read from the document sent (``mismatch``, ``drifted`` or ``unit_error``)."""
 
 
 class _Finding(BaseModel):
@@ -227,6 +234,10 @@ class ScoreFindings(_Finding):
     """Each discarded verdict's occurrence and why."""
     error: str | None = None
     """For a row whose scoring raised: the exception's class name only."""
+    provider_citations: tuple[ProviderVerification, ...] = ()
+    """For a row recorded with a provider's raw response: each provider-native citation
+    in response order, re-read from the documents the row says were sent, with its
+    outcome (``verified``, ``mismatch``, ``unknown_document``, ...). Empty otherwise."""
 
     @property
     def violated(self) -> bool:
