@@ -256,6 +256,13 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="fail rows holding citation-like text that is not a marker ([1-3], [^1], ...) "
         "instead of only reporting it",
     )
+    check.add_argument(
+        "--group-by",
+        metavar="FIELD",
+        default=None,
+        help="break every count down by this row field (e.g. model or origin): the terminal "
+        "summary, report.json and report.html; a missing or non-string value is '(none)'",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=_check)
 
@@ -605,6 +612,7 @@ def _check(args: argparse.Namespace) -> int:
         **(_generation(args).config() if judge is not None else {}),
         "index_base": args.index_base,
         "strict_markers": args.strict_markers,
+        "group_by": args.group_by,
     }
     with CheckProgress(enabled=sys.stderr.isatty() and not args.quiet) as progress:
         try:
@@ -617,6 +625,7 @@ def _check(args: argparse.Namespace) -> int:
                 config=config,
                 progress=progress,
                 formats=list(dict.fromkeys(args.formats)),
+                group_by=args.group_by,
             )
         except NoRowsError as exc:
             raise _UsageError(str(exc)) from None
