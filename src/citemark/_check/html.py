@@ -1,5 +1,9 @@
 """The self-contained ``report.html`` of ``citemark check``: a report for looking, not reading.
 
+``citemark check`` writes the page of ``citemark._check.page``, which draws rows from
+data; this module keeps the header sections and the marker placement it uses, and
+`render_row`, the static rendering of one row.
+
 Each row shows its outcome as a coloured badge, the answer with every citation
 marker turned into a link, and the sources the answer was given. A resolved marker
 links to the source it names (``#row-<line>-src-<k>``), which is highlighted when
@@ -495,6 +499,12 @@ def _sources_html(
 
 
 def _finding_codes(score: CitationScore) -> str:
+    codes = _finding_codes_list(score)
+    return "".join(f' <code class="finding">{_e(code)}</code>' for code in codes)
+
+
+def _finding_codes_list(score: CitationScore) -> list[str]:
+    """The codes a row's header shows: reason, violations, what became of the judge."""
     codes: list[str] = []
     if not score.assessed and score.reason is not None:
         codes.append(score.reason)
@@ -502,7 +512,7 @@ def _finding_codes(score: CitationScore) -> str:
     codes.extend(_judge_codes(score))
     if score.assessed and not codes and score.score is not None:
         codes.append(f"judge band {round(score.score * 3)}/3")
-    return "".join(f' <code class="finding">{_e(code)}</code>' for code in codes)
+    return codes
 
 
 def _causes_html(summary: CheckSummary) -> str:

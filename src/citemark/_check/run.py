@@ -36,8 +36,9 @@ from citemark._artifacts import (
     write_report_atomically,
 )
 from citemark._check.groups import CauseTally, GroupTally
-from citemark._check.html import HTML_NAME, HtmlSink
+from citemark._check.html import HTML_NAME
 from citemark._check.junit import JUNIT_NAME
+from citemark._check.page import HtmlSink
 from citemark._check.sinks import (
     FORMATS,
     ROWS_NAME,
