@@ -1,8 +1,11 @@
 """report.html: every marker links to an existing element, failures are marked, nothing is loaded.
 
-The static tests read the file citemark wrote. The browser tests load it in headless
-Chromium (Debian's ``chromium``), which runs the page's script, and read the DOM it
-dumps. They skip only when Chromium is absent and ``CITEMARK_REQUIRE_BROWSER`` is not
+The static tests read the file citemark wrote: its header, its policy, and the data
+block its rows are drawn from (issue 12: the rows are data, each distinct text stored
+once, drawn by the page's script a page at a time). The browser tests load it in
+headless Chromium (Debian's ``chromium``), which runs the page's script, and read the
+DOM it dumps: every check of the rows (markers linking to sources, failures marked,
+hostile text staying text) runs on that rendered DOM. They skip only when Chromium is absent and ``CITEMARK_REQUIRE_BROWSER`` is not
 set; CI sets it (``.ci/run`` installs Chromium when it is missing), so there they can
 never be skipped.
 
@@ -163,17 +166,36 @@ def assert_failing_rows_are_marked(dom: DOM) -> None:
 
 
 class TestStaticPage:
-    def test_every_marker_links_to_an_element_in_its_own_row(self, report):
+    def test_rows_are_data_and_nothing_in_them_is_markup(self, hostile_report):
+        """One executable script; the rows are a JSON data block no text can break out of."""
+        page = hostile_report.read_text(encoding="utf-8")
+        dom = DOM(page)
+        scripts = dom.find("script")
+        assert [{}, {"type": "application/json", "id": "data"}] == sorted(
+            (e.attrs for e in scripts), key=len
+        )
+        assert [] == dom.find("img") + dom.find("iframe") + dom.find("b")
+        for hostile in ("<img", "<iframe", "</p><script>", "<b>"):
+            assert hostile not in page
+        data = page.split('<script type="application/json" id="data">', 1)[1]
+        record = json.loads(data.split("</script>", 1)[0])
+        assert HOSTILE["question"] in record["texts"]
+        # Naive: the same JSON without escaping would close the data block early.
+        assert "</script>" in json.dumps(HOSTILE["question"])
+
+
+class TestRendered:
+    def test_every_marker_links_to_an_element_in_its_own_row(self, chromium, report):
         """Each a.marker points at an id on the page, in the same row: a cited source or a finding."""
-        assert_markers_link_to_existing_elements(DOM(report.read_text(encoding="utf-8")))
+        assert_markers_link_to_existing_elements(DOM(chromium(report.as_uri(), "--dump-dom")))
 
-    def test_failing_rows_are_marked(self, report):
+    def test_failing_rows_are_marked(self, chromium, report):
         """Failed rows carry the failed class and badge, and their fabricated markers are styled."""
-        assert_failing_rows_are_marked(DOM(report.read_text(encoding="utf-8")))
+        assert_failing_rows_are_marked(DOM(chromium(report.as_uri(), "--dump-dom")))
 
-    def test_resolved_markers_point_at_the_source_they_name(self, report):
+    def test_resolved_markers_point_at_the_source_they_name(self, chromium, report):
         """Marker [3] of the first row links to that row's third source, Apache-2.0."""
-        dom = DOM(report.read_text(encoding="utf-8"))
+        dom = DOM(chromium(report.as_uri(), "--dump-dom"))
         marker = next(
             m for m in dom.find("a", "marker") if m.within("section").attrs["id"] == "row-1"
         )
@@ -190,27 +212,27 @@ class TestStaticPage:
         policy = next(e for e in dom.find("meta") if e.attrs.get("http-equiv"))
         assert policy.attrs["content"].startswith("default-src 'none';")
 
-    def test_untrusted_text_is_escaped(self, hostile_report):
+    def test_untrusted_text_is_escaped(self, chromium, hostile_report):
         """Markup in ids, questions, answers and sources is shown as text, never as elements."""
-        dom = DOM(hostile_report.read_text(encoding="utf-8"))
-        assert ["script"] == [e.tag for e in dom.find("script")]
+        dom = DOM(chromium(hostile_report.as_uri(), "--dump-dom"))
+        assert ["script", "script"] == [e.tag for e in dom.find("script")]
         assert [] == dom.find("img") + dom.find("iframe") + dom.find("b")
         answer = next(e for e in dom.elements if "answer" in e.classes)
         assert "See <img src=x onerror=alert(1)> [1] and [2]." == answer.text
         assert_markers_link_to_existing_elements(dom)
 
-    def test_a_lone_surrogate_is_shown_escaped(self, tmp_path):
+    def test_a_lone_surrogate_is_shown_escaped(self, chromium, tmp_path):
         """JSON may encode a lone surrogate, which UTF-8 cannot: the page shows its escape."""
         runs = tmp_path / "runs.jsonl"
         row = '{"answer": "Broken \\ud800 text [1].", "sources": [{"text": "t", "doc_id": "d"}]}'
         runs.write_text(row + "\n", encoding="utf-8")
-        dom = DOM(check(runs, tmp_path / "out").read_text(encoding="utf-8"))
+        dom = DOM(chromium(check(runs, tmp_path / "out").as_uri(), "--dump-dom"))
         answer = next(e for e in dom.elements if "answer" in e.classes)
         # Escaped, not replaced: the text the model sent survives (issue 17, item 6).
         assert "Broken \\ud800 text [1]." == answer.text
         assert_markers_link_to_existing_elements(dom)
 
-    def test_left_out_rows_are_announced(self, tmp_path):
+    def test_left_out_rows_are_announced(self, chromium, tmp_path):
         """With --html-rows 2 the page shows the two failures first and says rows were left out."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
         subprocess.run(
@@ -230,7 +252,7 @@ class TestStaticPage:
             check=True,
             timeout=120,
         )
-        dom = DOM((tmp_path / "report.html").read_text(encoding="utf-8"))
+        dom = DOM(chromium((tmp_path / "report.html").as_uri(), "--dump-dom"))
         assert ["failed", "failed"] == [r.attrs["data-outcome"] for r in dom.find("section", "row")]
         notice = dom.find("p", "left-out")
         assert 1 == len(notice)
@@ -299,7 +321,8 @@ class TestInChromium:
         """After rendering, the hostile row added no element and ran no script of its own."""
         dom = DOM(chromium(hostile_report.as_uri(), "--dump-dom"))
         assert [] == dom.find("img") + dom.find("iframe") + dom.find("b")
-        assert 1 == len(dom.find("script"))
+        # The page's own script and its data block (never executed), nothing else.
+        assert ["application/json", None] == [e.attrs.get("type") for e in dom.find("script")]
 
     def test_screenshot(self, chromium, report, tmp_path):
         """A screenshot of the page can be taken (docs/img/report.png is made the same way)."""

@@ -9,7 +9,6 @@ lists every label.
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from fake_openai import run_cli
@@ -44,10 +43,17 @@ def test_page_size_is_bounded_per_row(checked):
     per_row = len(page.encode()) / ROWS
 
     assert per_row < 20_000
-    assert ROWS * (page_module.MAX_UNCITED_SOURCES + 2) == page.count('<li class="source')
-    assert ROWS == page.count(f"and {SOURCES - 2 - page_module.MAX_UNCITED_SOURCES} more not shown")
-    # Both cited sources, [1] and [1500], are shown and are link targets.
-    assert ROWS == len(re.findall(r'id="[^"]*-src-1500"', page))
+    # The rows are the page's data (issue 12): each row lists its sources as flat
+    # (number, description, text) triples, a cited one's number negated.
+    data = json.loads(page.split('id="data">', 1)[1].split("</script>", 1)[0])
+    rows = data["rows"]
+    assert ROWS == len(rows)
+    for record in rows:
+        assert page_module.MAX_UNCITED_SOURCES + 2 == len(record[8]) // 3
+        # Both cited sources, [1] and [1500], are shown and are link targets.
+        assert [-1, -1500] == [k for k in record[8][::3] if k < 0]
+        more = [data["texts"][i] for i in record[11]]
+        assert [f"and {SOURCES - 2 - page_module.MAX_UNCITED_SOURCES} more not shown"] == more
 
 
 def test_rows_file_lists_every_source(checked):

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckSummary",
     "EvalReport",
+    "FailureCause",
+    "GroupCounts",
     "MalformedLine",
     "SynthesisReport",
     "VerdictCounts",
@@ -135,6 +137,51 @@ class MalformedLine(BaseModel):
 
     reason: str
     """What was wrong with it, without quoting it."""
+
+
+class GroupCounts(BaseModel):
+    """One group's counts in a check run with ``--group-by``: the summary's, per group."""
+
+    model_config = _CONFIG
+
+    rows: int = 0
+    """Rows in the group."""
+    passed: int = 0
+    """Rows assessed and passed."""
+    failed: int = 0
+    """Rows assessed and failed."""
+    unassessed: int = 0
+    """Rows that could not be assessed."""
+    deterministic_failures: int = 0
+    """Failed rows whose failure was found in code."""
+    citations_all_resolve: int = 0
+    """Rows in which every citation resolves (rows citing nothing included)."""
+    rows_with_unrecognized: int = 0
+    """Rows holding citation-like text that is not a marker."""
+    rows_with_unverifiable_sources: int = 0
+    """Rows given a source with no text or only a URL."""
+    possible_zero_based_numbering: int = 0
+    """Rows checked 1-based that would be in range numbered from 0."""
+    violations: dict[str, int] = Field(default_factory=dict)
+    """Rows with each deterministic violation, by code."""
+    reasons: dict[str, int] = Field(default_factory=dict)
+    """Un-assessed rows per reason code."""
+
+
+class FailureCause(BaseModel):
+    """Identical failures collapsed: rows failed, or un-assessed, for the same cause."""
+
+    model_config = _CONFIG
+
+    outcome: Literal["failed", "unassessed"]
+    """Whether the rows failed or could not be assessed."""
+    cause: str
+    """The violation codes joined with ``+`` (``fabricated_citation``), the un-assessed
+    reason code, or ``judge_score_below_threshold`` for a row the judge failed."""
+    rows: int
+    """How many rows share it."""
+    groups: dict[str, int] = Field(default_factory=dict)
+    """With ``--group-by``, how many of them are in each group."""
 
 
 class CheckSummary(BaseModel):
@@ -234,6 +281,18 @@ class CheckSummary(BaseModel):
     provider_citations: dict[str, int] = Field(default_factory=dict)
     """Provider-native citations over all rows, by verification outcome
     (``verified``, ``mismatch``, ``unknown_document``, ``no_source_span``, ...)."""
+
+    failure_causes: tuple[FailureCause, ...] = ()
+    """Failed rows, and rows un-assessed for a reason other than ``no_judge``, collapsed
+    by cause, most rows first."""
+
+    group_by: str | None = None
+    """The row field the counts are broken down by (``--group-by``), or None."""
+
+    groups: dict[str, GroupCounts] = Field(default_factory=dict)
+    """With ``group_by``, each group's counts, most rows first. A row whose field is
+    missing or not a string is in ``(none)``; a value is cut to 64 characters; past
+    100 groups, the rest are counted in ``(other)``."""
 
 
 class EvalReport(BaseModel):

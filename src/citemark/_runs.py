@@ -61,13 +61,20 @@ class CheckRow(NamedTuple):
     """For a row with ``provider_response``: the provider, the documents sent and each
     provider citation verified (see ``citemark._provider_rows``); else None."""
 
+    group: object = None
+    """With ``group_by``, the value of that field of the row (any JSON value, or None
+    when it is missing); what it means is the check's to decide."""
 
-def parse_row(line: int, raw: bytes) -> CheckRow | MalformedLine | None:
+
+def parse_row(
+    line: int, raw: bytes, group_by: str | None = None
+) -> CheckRow | MalformedLine | None:
     """Read one input line as a row.
 
     Args:
         line: The line's 1-based number.
         raw: The line's bytes, with or without its line break.
+        group_by: A field whose value the row keeps as `CheckRow.group`.
 
     Returns:
         The row; a `MalformedLine` with a structural reason when the line is not a
@@ -84,9 +91,12 @@ def parse_row(line: int, raw: bytes) -> CheckRow | MalformedLine | None:
     except _MalformedError as exc:
         return MalformedLine(line=line, reason=str(exc))
     try:
-        return _row(line, value)
+        row = _row(line, value)
     except _MalformedError as exc:
         return MalformedLine(line=line, reason=str(exc))
+    if group_by is not None and isinstance(value, dict):
+        row = row._replace(group=value.get(group_by))
+    return row
 
 
 class _MalformedError(ValueError):

@@ -1,5 +1,9 @@
 """The self-contained ``report.html`` of ``citemark check``: a report for looking, not reading.
 
+``citemark check`` writes the page of ``citemark._check.page``, which draws rows from
+data; this module keeps the header sections and the marker placement it uses, and
+`render_row`, the static rendering of one row.
+
 Each row shows its outcome as a coloured badge, the answer with every citation
 marker turned into a link, and the sources the answer was given. A resolved marker
 links to the source it names (``#row-<line>-src-<k>``), which is highlighted when
@@ -294,6 +298,8 @@ def render_report(  # noqa: PLR0913 - the page's parts, each computed once by th
             ),
             f'<dl class="counts">{counts}</dl>',
             f'<ul class="reasons">{reasons}</ul>' if reasons else "",
+            _causes_html(summary),
+            _groups_html(summary),
             _judge_calls(summary),
             provider_summary_html(summary),
             (
@@ -500,6 +506,12 @@ def _sources_html(
 
 
 def _finding_codes(score: CitationScore) -> str:
+    codes = _finding_codes_list(score)
+    return "".join(f' <code class="finding">{_e(code)}</code>' for code in codes)
+
+
+def _finding_codes_list(score: CitationScore) -> list[str]:
+    """The codes a row's header shows: reason, violations, what became of the judge."""
     codes: list[str] = []
     if not score.assessed and score.reason is not None:
         codes.append(score.reason)
@@ -507,7 +519,50 @@ def _finding_codes(score: CitationScore) -> str:
     codes.extend(_judge_codes(score))
     if score.assessed and not codes and score.score is not None:
         codes.append(f"judge band {round(score.score * 3)}/3")
-    return "".join(f' <code class="finding">{_e(code)}</code>' for code in codes)
+    return codes
+
+
+def _causes_html(summary: CheckSummary) -> str:
+    """The top failure causes, identical failures collapsed into one line with a count."""
+    if not summary.failure_causes:
+        return ""
+    items = []
+    for cause in summary.failure_causes:
+        where = ", ".join(f"{_e(name)} {count}" for name, count in cause.groups.items())
+        items.append(
+            f'<li><span class="n">{cause.rows}</span> {cause.outcome} '
+            f"<code>{_e(cause.cause)}</code>{f' &middot; {where}' if where else ''}</li>"
+        )
+    return f'<section class="causes"><h2>Top failure causes</h2><ol>{"".join(items)}</ol></section>'
+
+
+def _groups_html(summary: CheckSummary) -> str:
+    """Every count by ``--group-by`` group, one table row per group."""
+    if summary.group_by is None:
+        return ""
+    head = "".join(
+        f"<th>{name}</th>"
+        for name in (
+            "group",
+            "rows",
+            "every citation resolves",
+            "deterministic failures",
+            "unrecognized text",
+            "passed",
+            "failed",
+            "un-assessed",
+        )
+    )
+    body = "".join(
+        f"<tr><td>{_e(name)}</td><td>{g.rows}</td><td>{g.citations_all_resolve}</td>"
+        f"<td>{g.deterministic_failures}</td><td>{g.rows_with_unrecognized}</td>"
+        f"<td>{g.passed}</td><td>{g.failed}</td><td>{g.unassessed}</td></tr>"
+        for name, g in summary.groups.items()
+    )
+    return (
+        f'<section class="groups"><h2>By {_e(summary.group_by)}</h2>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
+    )
 
 
 def _judge_calls(summary: CheckSummary) -> str:

@@ -35,9 +35,11 @@ from citemark._artifacts import (
     utc_now,
     write_report_atomically,
 )
-from citemark._check.html import HTML_NAME, HtmlSink
+from citemark._check.groups import CauseTally, GroupTally
+from citemark._check.html import HTML_NAME
 from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.junit import JUNIT_NAME
+from citemark._check.page import HtmlSink
 from citemark._check.sinks import (
     FORMATS,
     ROWS_NAME,
@@ -131,6 +133,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     config: Mapping[str, JsonValue] | None = None,
     progress: Callable[[int, int], None] | None = None,
     formats: Sequence[str] = (),
+    group_by: str | None = None,
 ) -> CheckResult:
     """Check every row of a JSONL file; write ``rows.jsonl``, ``report.html``, ``report.json``.
 
@@ -150,6 +153,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
             is scored, and once per malformed line.
         formats: Optional extra outputs by name (see ``citemark._check.sinks.FORMATS``),
             e.g. ``("junit",)`` for ``report.junit.xml``.
+        group_by: A row field (e.g. ``model``) to break every count down by; see
+            ``citemark._check.groups``.
 
     Returns:
         The report and the paths of the files.
@@ -164,7 +169,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     scorer, recorder = recording(scorer)
     created_at = utc_now()
     digest = hashlib.sha256()
-    tally = _Tally()
+    tally = _Tally(group_by)
     chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
     with source.open("rb") as handle, asyncio.Runner() as runner, contextlib.ExitStack() as stack:
         total = _count_lines(handle) if progress is not None else 0
@@ -184,7 +189,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         chunk: list[CheckRow | MalformedLine] = []
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)
-            parsed = parse_row(number, raw)
+            parsed = parse_row(number, raw, group_by)
             if parsed is None:
                 continue
             chunk.append(parsed)
@@ -265,6 +270,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
             checked = CheckedRow(item, None)
         else:
             checked = CheckedRow(item, next(scores))
+            tally.add_grouped(item, checked.score)
         for sink in sinks:
             sink.add(checked)
 
@@ -309,7 +315,10 @@ class _Ticker:
 class _Tally:
     """The run's counts: everything the summary needs, in constant memory."""
 
-    def __init__(self) -> None:
+    def __init__(self, group_by: str | None = None) -> None:
+        self.group_by = group_by
+        self.groups = GroupTally()
+        self.causes = CauseTally()
         self.rows = 0
         self.outcomes = dict.fromkeys(("passed", "failed", "unassessed"), 0)
         self.reasons: dict[str, int] = {}
@@ -384,6 +393,15 @@ class _Tally:
             if failure.provider_code is not None:
                 _count(self.judge_codes, failure.provider_code)
 
+    def add_grouped(self, row: CheckRow, score: CitationScore | None) -> None:
+        """Count a scored row by its group and by its failure's cause."""
+        if score is None:
+            return
+        group = None if self.group_by is None else self.groups.group_of(row.group)
+        if group is not None:
+            self.groups.add(group, score)
+        self.causes.add(score, group)
+
     def add_malformed(self, item: MalformedLine) -> None:
         self.malformed += 1
         if len(self.malformed_lines) < MAX_MALFORMED_LISTED:
@@ -417,6 +435,9 @@ class _Tally:
             violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
             rows_with_provider_citations=self.provider_rows,
             provider_citations=_by_count(self.provider_citations),
+            failure_causes=self.causes.summary(),
+            group_by=self.group_by,
+            groups=self.groups.summary() if self.group_by is not None else {},
         )
 
 

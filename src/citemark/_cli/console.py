@@ -40,6 +40,8 @@ __all__ = ["CheckProgress", "print_calibration", "print_check", "print_echo"]
 
 # How many malformed lines are named on standard error; the rest are counted.
 _WARNED_LINES: Final = 20
+# How many failure causes the summary names; report.json and report.html list all.
+_CAUSES_SHOWN: Final = 5
 
 
 class _RowRate(ProgressColumn):
@@ -157,6 +159,8 @@ def print_check(result: CheckResult, runs: Path) -> None:
                 "[0] and would be in range numbered from 0 (try --index-base 0)"
             )
         )
+    _print_causes(console, summary)
+    _print_groups(console, summary)
     judge = summary.judge
     console.print(
         Text(
@@ -171,6 +175,39 @@ def print_check(result: CheckResult, runs: Path) -> None:
             f"and {result.rows_path}"
         )
     )
+
+
+def _print_causes(console: Console, summary: CheckSummary) -> None:
+    """The top failure causes, identical failures collapsed, with their counts."""
+    if not summary.failure_causes:
+        return
+    shown = summary.failure_causes[:_CAUSES_SHOWN]
+    causes = ", ".join(f"{c.rows} {c.outcome} {c.cause}" for c in shown)
+    more = len(summary.failure_causes) - len(shown)
+    console.print(Text(f"top failure causes: {causes}" + (f" (+{more} more)" if more else "")))
+
+
+def _print_groups(console: Console, summary: CheckSummary) -> None:
+    """Every count broken down by the ``--group-by`` field, one row per group."""
+    if summary.group_by is None:
+        return
+    # Group names are the rows' own values, made printable and cut short by the
+    # check; Text keeps a bracket in one from being read as markup.
+    table = Table(title=Text(f"by {summary.group_by}"))
+    columns = ("group", "rows", "all resolve", "violations", "passed", "failed", "un-assessed")
+    for number, column in enumerate(columns):
+        table.add_column(column, justify="left" if number == 0 else "right")
+    for name, group in summary.groups.items():
+        table.add_row(
+            Text(name),
+            str(group.rows),
+            str(group.citations_all_resolve),
+            str(group.deterministic_failures),
+            str(group.passed),
+            str(group.failed),
+            str(group.unassessed),
+        )
+    console.print(table)
 
 
 def _print_judge_calls(console: Console, summary: CheckSummary) -> None:

@@ -286,6 +286,13 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="answer every judge call from the judge-calls.jsonl a check wrote to DIR, "
         "never from a live model; an unrecorded prompt leaves its row un-assessed",
     )
+    check.add_argument(
+        "--group-by",
+        metavar="FIELD",
+        default=None,
+        help="break every count down by this row field (e.g. model or origin): the terminal "
+        "summary, report.json and report.html; a missing or non-string value is '(none)'",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(run=_check)
 
@@ -691,6 +698,7 @@ def _check(args: argparse.Namespace) -> int:
         **(_generation(args).config() if judge is not None else {}),
         "index_base": args.index_base,
         "strict_markers": args.strict_markers,
+        "group_by": args.group_by,
     }
     if args.replay_judge is not None:
         config["replay_judge"] = str(args.replay_judge)
@@ -707,6 +715,7 @@ def _check(args: argparse.Namespace) -> int:
                 config=config,
                 progress=progress,
                 formats=list(dict.fromkeys(args.formats)),
+                group_by=args.group_by,
             )
         except NoRowsError as exc:
             raise _UsageError(str(exc)) from None

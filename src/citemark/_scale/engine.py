@@ -417,6 +417,8 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
         for index, checked in enumerate(checked_rows):
             if isinstance(checked.item, MalformedLine):
                 tally.add_malformed(checked.item)
+            else:
+                tally.add_grouped(checked.item, checked.score)
             if on_row is not None:
                 on_row(checked, {key: batch[key][index] for key in ("record", "judge_calls")})
     if tally.rows == 0:

@@ -31,6 +31,7 @@ __all__ = [
     "JudgeCallFailure",
     "JudgeIdentity",
     "MarkerClass",
+    "ReferenceList",
     "ResolvedCitation",
     "ScoreFindings",
     "SentenceCoverage",
@@ -132,6 +133,22 @@ class SentenceCoverage(_Finding):
     """Each uncited sentence's text, stripped, in order."""
 
 
+class ReferenceList(_Finding):
+    """The trailing block of an answer that lists its sources (``[1] Title`` lines).
+
+    Its markers are classified like any other (a fabricated one still fails the row),
+    but its lines are not claims: they are left out of sentence coverage and the judge
+    is not asked to grade them.
+    """
+
+    start: int
+    """Offset of its first line (its heading's, when it has one)."""
+    end: int
+    """Offset one past its last entry's text."""
+    entries: int
+    """How many entry lines it has."""
+
+
 class JudgeIdentity(_Finding):
     """Which judge graded the row, and with which prompt template."""
 
@@ -194,6 +211,8 @@ class ScoreFindings(_Finding):
     """A 1-based row cites ``[0]`` and every marker would be in range numbered from 0:
     the pipeline probably numbers from 0 (check with ``index_base=0``). The row still
     fails; this says why it may be a numbering mismatch, never a guess acted on."""
+    reference_list: ReferenceList | None = None
+    """The answer's trailing reference list, or None when it has none."""
     sentence_coverage: SentenceCoverage | None = None
     """Sentence coverage; None only for a row that could not be scored."""
     deterministic_failures: tuple[ViolationCode, ...] = ()

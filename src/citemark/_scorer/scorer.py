@@ -36,6 +36,7 @@ from citemark._scorer.findings import (
     ExcludedLabel,
     JudgeCallFailure,
     JudgeIdentity,
+    ReferenceList,
     ResolvedCitation,
     ScoreFindings,
     SentenceCoverage,
@@ -62,6 +63,7 @@ from citemark._scorer.prompt import (
     remove_tags,
     render_scorer_prompt,
 )
+from citemark._scorer.reflist import find_reference_list
 from citemark._scorer.reply import check_reply
 from citemark._scorer.result import (
     REASONS,
@@ -303,7 +305,11 @@ class CitationScorer:
         if found.empty:
             return unassessed("empty_context", findings)
         unverifiable = set(findings.unverifiable_sources)
+        refs = findings.reference_list
         cited = [occ for occ in found.occurrences if occ.kind == RESOLVED]
+        if refs is not None:
+            # A reference list's entries are a bibliography, not claims to grade.
+            cited = [occ for occ in cited if not refs.start <= occ.start < refs.end]
         resolved = [occ for occ in cited if occ.label not in unverifiable]
         if not failures:
             ambiguous = len(findings.ambiguous_citations)
@@ -483,7 +489,20 @@ class CitationScorer:
         The judge fields are at their defaults; the violation codes are set.
         """
         entries = _entries(found)
-        coverage = sentence_coverage(response, entries.blanked, entries.cited)
+        block = find_reference_list(
+            response, ((occ.start, occ.end, occ.tag_at) for occ in found.occurrences)
+        )
+        refs = None
+        if block is None:
+            coverage = sentence_coverage(response, entries.blanked, entries.cited)
+        else:
+            refs = ReferenceList(start=block.start, end=block.end, entries=block.entries)
+            # Its lines are not claims: blanked, and its markers carry no sentence.
+            coverage = sentence_coverage(
+                response,
+                [*entries.blanked, (block.start, block.end)],
+                [at for at in entries.cited if not block.start <= at < block.end],
+            )
         # With nothing to cite the row is un-assessed (empty_context), never failed.
         if found.numbered:
             unrecognized = find_unrecognized(response)
@@ -516,6 +535,7 @@ class CitationScorer:
                 "unverifiable_sources": _unverifiable(found),
                 "index_base": found.base if found.numbered else None,
                 "possible_zero_based_numbering": zero_based,
+                "reference_list": refs,
                 "sentence_coverage": coverage,
                 "deterministic_failures": codes,
                 "judge": self._judge_identity,

@@ -1,0 +1,486 @@
+"""``report.html`` at scale: rows as data, each distinct text once, rendered a page at a time.
+
+The page's header (counts, failure causes, groups, filters) is HTML. The rows are not:
+they are one JSON document in a ``<script type="application/json">`` data block (never
+executed; the Content-Security-Policy still allows only the page's own script and
+style, by hash), and the page's script builds a hundred rows at a time from it, with a
+pager, so a page of 10,000 rows opens as fast as one of a hundred. Each distinct
+source text (and source description) is stored once in a table the rows refer to by
+index: a corpus cited by every row costs its bytes once, not once per row.
+
+The data is built from the scorer's findings exactly as the static rows were
+(`citemark._check.html` places every marker), and every untrusted string reaches the
+page's DOM through ``textContent``, never as markup: an answer holding ``<img>`` is
+text. In the data block ``<``, ``>`` and ``&`` are written as JSON escapes, so no text
+can close the block. Without JavaScript the header and counts are shown, and a notice
+says the rows need the script (``rows.jsonl`` holds every row in full).
+
+A row is a JSON array: ``[line, id, outcome, question, answer, explanation, codes,
+issues, sources, notes, source_title, more]``. ``outcome`` indexes `OUTCOMES`;
+``answer`` is a list of plain strings and ``[kind, target, text]`` markers (kind 0
+resolved, target the source's number; 1 fabricated and 2 ambiguous, target the
+issue's number; 3 ignored, target the explanation); ``sources`` is flat triples
+``number, description, text`` (the number negated for a cited source); ``notes`` is
+flat pairs ``class, text``. Every other string (the question, the explanation, codes,
+descriptions, source texts) is an index into the text table, so a question asked of
+several pipelines is stored once too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import json
+from typing import TYPE_CHECKING, Final
+
+from citemark._artifacts import write_report_atomically
+from citemark._check.html import (
+    _IGNORED_WHY,
+    _MAX_ANSWER_CHARS,
+    _MAX_ISSUES,
+    _MAX_SOURCE_CHARS,
+    _STYLE,
+    HTML_NAME,
+    MAX_UNCITED_SOURCES,
+    OUTCOMES,
+    _causes_html,
+    _csp_hash,
+    _e,
+    _finding_codes_list,
+    _groups_html,
+    _issue_message,
+    _judge_calls,
+    _pieces,
+    _tier,
+)
+from citemark._check.provider_html import MAX_PROVIDER_CITATIONS, provider_summary_html
+from citemark._reasons import REASONS
+from citemark._runs import CheckRow
+from citemark._scorer.labels import classify_labelled
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Mapping, Sequence
+    from datetime import datetime
+
+    from pydantic import JsonValue
+
+    from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
+    from citemark._models import Source
+    from citemark._reports import CheckSummary
+    from citemark._scorer.findings import ScoreFindings
+    from citemark._scorer.result import CitationScore
+
+__all__ = ["PAGE_ROWS", "HtmlSink", "TextTable", "render_page", "row_record"]
+
+_SCRIPT: Final = (importlib.resources.files("citemark._check") / "assets" / "page.js").read_text(
+    encoding="utf-8"
+)
+PAGE_ROWS: Final = 100
+"""How many rows the page's script builds at a time."""
+_KINDS: Final = {"resolved": 0, "fabricated": 1, "ambiguous": 2}
+_FILTER_NAMES: Final = {"failed": "failed", "unassessed": "un-assessed", "passed": "passed"}
+
+
+def _t(text: str) -> str:
+    r"""Text as the page shows it: a lone surrogate (not valid in UTF-8) as ``\ud800``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class TextTable:
+    """Distinct strings, each stored once, by index."""
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def ref(self, text: str) -> int:
+        """The index of ``text``, adding it the first time."""
+        at = self._index.get(text)
+        if at is None:
+            at = len(self.texts)
+            self._index[text] = at
+            self.texts.append(text)
+        return at
+
+
+def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checker read it
+    *,
+    line: int,
+    row_id: str | None,
+    question: str,
+    answer: str,
+    sources: Sequence[Source] | str,
+    score: CitationScore,
+    label_pattern: re.Pattern[str],
+    citation_pattern: re.Pattern[str],
+    table: TextTable,
+) -> list[JsonValue]:
+    """One scored row as the page's data (see the module docstring for its shape)."""
+    findings = score.findings
+    if isinstance(sources, str):
+        found = classify_labelled("", sources, label_pattern, citation_pattern)
+        entries = [
+            (k, found.headers[label], text)
+            for k, (label, text) in enumerate(found.blocks.items(), start=1)
+        ]
+        excluded = list(found.excluded)
+        numbers = {label: k for k, label in enumerate(found.blocks, start=1)}
+        kind = "context blocks"
+    else:
+        entries = []
+        for number, source in enumerate(sources, start=1):
+            if not source.text.strip():
+                continue
+            where = [f"[{number}] {source.doc_id}"]
+            if source.chunk_id is not None:
+                where.append(source.chunk_id)
+            if source.start is not None and source.end is not None:
+                where.append(f"{source.start}\u2013{source.end}")
+            if source.uri is not None:
+                where.append(source.uri)
+            entries.append((number, " \u00b7 ".join(where), source.text))
+        excluded = [(str(k), "empty") for k, s in enumerate(sources, start=1) if not s.text.strip()]
+        numbers = {str(k): k for k, s in enumerate(sources, start=1) if s.text.strip()}
+        kind = "sources"
+    given = len(numbers) + len(excluded)
+    numbered = not isinstance(sources, str)
+    pieces: list[JsonValue] = []
+    issues: list[JsonValue] = []
+    cited: set[int] = set()
+    cursor = 0
+    limit = min(len(answer), _MAX_ANSWER_CHARS)
+    for piece in _pieces(answer, sources, findings):
+        if piece.start < cursor or piece.end > limit:
+            continue
+        if piece.start > cursor:
+            pieces.append(_t(answer[cursor : piece.start]))
+        text = _t(answer[piece.start : piece.end])
+        k = numbers.get(piece.label)
+        if k is None and piece.label.isdigit():
+            k = numbers.get(str(int(piece.label)))
+        if piece.kind == "resolved" and k is not None:
+            cited.add(k)
+            pieces.append([0, k, text])
+        elif piece.kind in ("fabricated", "ambiguous"):
+            message = _issue_message(piece, given, numbered=numbered)
+            issues.append([_t(piece.label), piece.kind, table.ref(message)])
+            number = len(issues)
+            pieces.append([_KINDS[piece.kind], number if number <= _MAX_ISSUES else 0, text])
+        else:
+            pieces.append([3, table.ref(_IGNORED_WHY.get(piece.why or "", "not a citation")), text])
+        cursor = piece.end
+    if limit > cursor:
+        pieces.append(_t(answer[cursor:limit]))
+    notes = _notes(findings, len(answer), limit) + _provider_notes(findings, answer)
+    shown: list[JsonValue] = []
+    others = hidden = 0
+    for k, meta, text in entries:
+        if k not in cited:
+            others += 1
+            if others > MAX_UNCITED_SOURCES:
+                hidden += 1
+                continue
+        clipped = text if len(text) <= _MAX_SOURCE_CHARS else text[:_MAX_SOURCE_CHARS] + "\u2026"
+        # Flat triples; a cited source has its number negated.
+        shown.extend((-k if k in cited else k, table.ref(_t(meta)), table.ref(_t(clipped))))
+    more: list[str] = []
+    if hidden:
+        more.append(f"and {hidden} more not shown")
+    if excluded:
+        listed = ", ".join(f"{_t(label)} ({why})" for label, why in excluded[:MAX_UNCITED_SOURCES])
+        if len(excluded) > MAX_UNCITED_SOURCES:
+            listed += f" and {len(excluded) - MAX_UNCITED_SOURCES} more"
+        more.append(f"Not citable: {listed}")
+    # Everything but the question and the answer recurs from row to row (reason
+    # sentences, codes, notes): each distinct string is stored once, by index.
+    return [
+        line,
+        None if row_id is None else _t(row_id),
+        OUTCOMES.index(score.outcome),
+        table.ref(_t(question)) if question else None,
+        pieces,
+        table.ref(_t(score.explanation)),
+        [table.ref(_t(code)) for code in _finding_codes_list(score)],
+        issues[:_MAX_ISSUES],
+        shown,
+        [ref for cls, text in notes for ref in (table.ref(cls), table.ref(text))],
+        table.ref(f"{len(entries)} {kind}, {len(cited)} cited"),
+        [table.ref(text) for text in more],
+    ]
+
+
+def _notes(findings: ScoreFindings, length: int, limit: int) -> list[tuple[str, str]]:
+    """The lines under a row's answer, as ``(class, text)``: coverage, reference list..."""
+    notes: list[tuple[str, str]] = []
+    if limit < length:
+        notes.append(("truncated", f"\u2026 {length - limit} more characters not shown"))
+    coverage = findings.sentence_coverage
+    if coverage is not None and coverage.sentences:
+        notes.append(
+            (
+                "coverage",
+                (
+                    f"{coverage.cited_sentences} of {coverage.sentences} sentences carry a "
+                    "resolved citation"
+                ),
+            )
+        )
+    refs = findings.reference_list
+    if refs is not None:
+        notes.append(
+            (
+                "reference-list",
+                (
+                    f"reference list of {refs.entries} entries: range-checked, not graded, "
+                    "not counted in coverage"
+                ),
+            )
+        )
+    if findings.unverifiable_sources:
+        listed = ", ".join(_t(label) for label in findings.unverifiable_sources)
+        notes.append(
+            (
+                "unverifiable",
+                f"Unverifiable sources (no text, or only a URL; never graded): {listed}",
+            )
+        )
+    if findings.unrecognized:
+        kinds = ", ".join(sorted({t.kind for t in findings.unrecognized}))
+        notes.append(
+            (
+                "unrecognized",
+                f"{len(findings.unrecognized)} citation-like tokens that are not markers: {kinds}",
+            )
+        )
+    return notes
+
+
+def _provider_notes(findings: ScoreFindings, answer: str) -> list[tuple[str, str]]:
+    """One line per provider-native citation (at most `MAX_PROVIDER_CITATIONS`).
+
+    Its verification outcome, where it points and, for the answer, the text it
+    covers; a failing one is styled as a failure. The page's script writes the text
+    with ``textContent``, so nothing here is markup.
+    """
+    notes: list[tuple[str, str]] = []
+    checked = findings.provider_citations
+    for k, v in enumerate(checked[:MAX_PROVIDER_CITATIONS], start=1):
+        c = v.citation
+        named = f"document {c.doc_id}" if c.doc_id is not None else "a document that was not sent"
+        line = f"provider citation {k}: {v.outcome} ({v.detail}) \u00b7 {c.location} \u00b7 {named}"
+        span = c.source_span
+        if span is not None:
+            line += f" \u00b7 {span.kind} {span.start}-{span.end} ({span.unit}, from {span.base})"
+        at = c.response_span
+        if at is not None and at.start is not None and at.end is not None:
+            line += f" \u00b7 cites: \u201c{_t(answer[at.start : at.end])}\u201d"
+        notes.append(("provider-citation " + ("resolved" if v.ok else "fabricated"), line))
+    if len(checked) > MAX_PROVIDER_CITATIONS:
+        more = len(checked) - MAX_PROVIDER_CITATIONS
+        notes.append(("truncated", f"and {more} more provider citations (rows.jsonl has all)"))
+    return notes
+
+
+def _data_block(value: object) -> str:
+    """JSON that cannot end its ``<script>`` element, nor open a comment or markup."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the checker
+    *,
+    summary: CheckSummary,
+    rows: Sequence[list[JsonValue]],
+    texts: Sequence[str],
+    shown: Mapping[str, int],
+    input_name: str,
+    input_sha256: str,
+    created_at: datetime,
+    version: str,
+) -> str:
+    """The whole page: the header as HTML, the rows as data for the page's script."""
+    totals = {"failed": summary.failed, "unassessed": summary.unassessed, "passed": summary.passed}
+    judge = (
+        f"{_e(summary.judge.provider)} / {_e(summary.judge.model)} "
+        f"(prompt {summary.judge.prompt_sha256[:12]}&hellip;)"
+        if summary.judge is not None
+        else "none: deterministic findings only"
+    )
+    cited = summary.citations_all_resolve - summary.citations_all_resolve_none_cited
+    counts = "".join(
+        f'<div class="count {key}"><dt>{label}</dt><dd>{value}</dd></div>'
+        for key, label, value in (
+            ("rows", "rows", summary.rows),
+            ("resolve", "every citation resolves", summary.citations_all_resolve),
+            ("violations", "deterministic failures", summary.deterministic_failures),
+            ("unrecognized", "unrecognized citation-like text", summary.rows_with_unrecognized),
+            ("failed", "failed", summary.failed),
+            ("unassessed", "un-assessed", summary.unassessed),
+            ("passed", "passed", summary.passed),
+            ("malformed", "malformed lines", summary.malformed),
+        )
+    )
+    filters = "".join(
+        f'<label class="filter {o}"><input type="checkbox" name="outcome" value="{o}" checked> '
+        f"{_FILTER_NAMES[o]} <span>({shown.get(o, 0)} shown of {totals[o]})</span></label>"
+        for o in OUTCOMES
+    )
+    on_page = sum(shown.get(o, 0) for o in OUTCOMES)
+    left_out = sum(totals.values()) - on_page
+    order = (
+        "Rows are listed failed first, then un-assessed with a reason other than no_judge, "
+        f"then the rest, each in input order, {PAGE_ROWS} at a time."
+    )
+    notice = (
+        f'<p class="left-out">This page shows {on_page} of {summary.rows} rows; '
+        f"{left_out} were left out. rows.jsonl holds every row. {order}</p>"
+        if left_out > 0
+        else f'<p class="order">{order}</p>'
+    )
+    reasons = "".join(
+        f"<li><code>{_e(code)}</code> {count} &middot; {_e(REASONS.get(code, code))}</li>"
+        for code, count in summary.reasons.items()
+    )
+    malformed = ""
+    if summary.malformed:
+        items = "".join(
+            f'<li id="line-{m.line}">line {m.line}: {_e(m.reason)}</li>'
+            for m in summary.malformed_lines
+        )
+        extra = summary.malformed - len(summary.malformed_lines)
+        tail = f"<li>and {extra} more (see rows.jsonl)</li>" if extra > 0 else ""
+        malformed = (
+            '<section class="malformed"><h2>Lines that could not be read as a row</h2>'
+            f"<ul>{items}{tail}</ul></section>"
+        )
+    policy = (
+        "default-src 'none'; base-uri 'none'; form-action 'none'; img-src 'none'; "
+        f"style-src '{_csp_hash(_STYLE)}'; script-src '{_csp_hash(_SCRIPT)}'"
+    )
+    data = _data_block({"page": PAGE_ROWS, "texts": list(texts), "rows": list(rows)})
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>citemark check: {_e(input_name)}</title>",
+            f"<style>{_STYLE}</style></head><body>",
+            '<header class="top"><h1>citemark check</h1>',
+            (
+                f'<p class="meta">input <code>{_e(input_name)}</code> &middot; sha256 '
+                f"<code>{input_sha256}</code><br>judge: {judge} &middot; citemark "
+                f"{_e(version)} &middot; {created_at.isoformat(timespec='seconds')}</p>"
+            ),
+            (
+                f'<p class="facts">Every citation resolves in {summary.citations_all_resolve} '
+                f"of {summary.rows} rows ({cited} citing, "
+                f"{summary.citations_all_resolve_none_cited} citing nothing).</p>"
+            ),
+            f'<dl class="counts">{counts}</dl>',
+            f'<ul class="reasons">{reasons}</ul>' if reasons else "",
+            _causes_html(summary),
+            _groups_html(summary),
+            provider_summary_html(summary),
+            _judge_calls(summary),
+            (
+                '<p class="judge-note">A verdict is advice: only deterministic findings can '
+                "fail the run, and only with --fail-on-violation.</p>"
+            ),
+            f'<form id="filters">{filters}</form>',
+            notice,
+            '<nav class="strip" id="strip" aria-label="rows at a glance"></nav>',
+            '<nav class="pager" id="pager"></nav>',
+            "</header>",
+            malformed,
+            (
+                '<noscript><p class="noscript">The rows of this page are drawn by its '
+                "script, which is off: the counts above are complete, and rows.jsonl "
+                "holds every row in full.</p></noscript>"
+            ),
+            '<main id="rows"></main>',
+            f'<script type="application/json" id="data">{data}</script>',
+            f"<script>{_SCRIPT}</script>",
+            "</body></html>",
+            "",
+        ]
+    )
+
+
+class HtmlSink:
+    """``report.html``: at most ``html_rows`` rows, the most telling first, as page data.
+
+    Rows fall in three tiers: failed; un-assessed for a reason other than
+    ``no_judge``; everything else. A row enters while there is room; when the page is
+    full, a row of a better tier displaces the latest row of the worst tier below it,
+    so each tier keeps its earliest rows. Distinct source texts are stored once (a
+    displaced row's texts may stay in the table; the table never outgrows the kept
+    rows' sources by more than the rows displaced).
+    """
+
+    name = HTML_NAME
+
+    def __init__(self, options: SinkOptions) -> None:
+        self.limit = max(options.html_rows, 0)
+        self.tiers: tuple[list[tuple[str, list[JsonValue]]], ...] = ([], [], [])
+        self.count = 0
+        self.table = TextTable()
+        self._out = options.out_dir / HTML_NAME
+        self._label_pattern = options.label_pattern
+        self._citation_pattern = options.citation_pattern
+
+    def add(self, row: CheckedRow) -> None:
+        """Record the row if the page has room for its tier."""
+        item, score = row
+        if score is None or not isinstance(item, CheckRow):
+            return  # malformed lines are listed from the summary
+        tier = _tier(score)
+        if self.count >= self.limit:
+            worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
+            if worse is None:
+                return
+            self.tiers[worse].pop()
+            self.count -= 1
+        record = row_record(
+            line=item.line,
+            row_id=item.id,
+            question=item.question,
+            answer=item.answer,
+            sources=item.sources,
+            score=score,
+            label_pattern=self._label_pattern,
+            citation_pattern=self._citation_pattern,
+            table=self.table,
+        )
+        self.tiers[tier].append((score.outcome, record))
+        self.count += 1
+
+    def finish(self, facts: RunFacts) -> str:
+        """Write the page atomically; return its SHA-256."""
+        shown = dict.fromkeys(OUTCOMES, 0)
+        for tier in self.tiers:
+            for outcome, _ in tier:
+                shown[outcome] += 1
+        page = render_page(
+            summary=facts.summary,
+            rows=[record for tier in self.tiers for _, record in tier],
+            texts=self.table.texts,
+            shown=shown,
+            input_name=facts.input_name,
+            input_sha256=facts.input_sha256,
+            created_at=facts.created_at,
+            version=facts.version,
+        )
+        data = page.encode("utf-8")
+        write_report_atomically(self._out, data)
+        return hashlib.sha256(data).hexdigest()
+
+    def close(self) -> None:
+        """Nothing to release: the page exists only once `finish` wrote it."""
