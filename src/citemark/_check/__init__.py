@@ -1,9 +1,10 @@
 """``citemark check`` as a private subpackage: the run, its output sinks and its page.
 
 ``run`` reads the input and scores it in bounded chunks; ``sinks`` holds the sink
-protocol, ``rows.jsonl`` and the registry of optional formats; ``html`` renders
-``report.html`` (its style and script are package data under ``assets/``); ``junit``
-writes ``report.junit.xml``. ``report.json`` is written last by the run, naming the
+protocol, ``rows.jsonl`` and the registry of optional formats; ``page`` writes
+``report.html`` (rows as data drawn by its script), from the markers ``html`` places
+(style and script are package data under ``assets/``); ``junit`` writes
+``report.junit.xml``. ``report.json`` is written last by the run, naming the
 SHA-256 of every other file.
 """
 

@@ -28,20 +28,15 @@ import html
 import importlib.resources
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from citemark._artifacts import write_report_atomically
-from citemark._check.provider_html import provider_citations_html, provider_summary_html
+from citemark._check.provider_html import provider_citations_html
 from citemark._markers import parse_markers
-from citemark._reasons import REASONS
-from citemark._runs import CheckRow
 from citemark._scorer.findings import UnresolvedMarker
 from citemark._scorer.labels import classify_labelled
 
 if TYPE_CHECKING:
     import re
     from collections.abc import Mapping, Sequence
-    from datetime import datetime
 
-    from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
     from citemark._models import Source
     from citemark._providers._model import SentDocument
     from citemark._reports import CheckSummary
@@ -52,9 +47,8 @@ if TYPE_CHECKING:
 # loads nothing); the Content-Security-Policy allows exactly these, by hash.
 _ASSETS: Final = importlib.resources.files("citemark._check") / "assets"
 _STYLE: Final = (_ASSETS / "report.css").read_text(encoding="utf-8")
-_SCRIPT: Final = (_ASSETS / "report.js").read_text(encoding="utf-8")
 
-__all__ = ["HTML_NAME", "OUTCOMES", "HtmlSink", "render_report", "render_row"]
+__all__ = ["HTML_NAME", "OUTCOMES", "render_row"]
 
 HTML_NAME: Final = "report.html"
 
@@ -195,130 +189,6 @@ def render_row(  # noqa: PLR0913 - the row's parts, as the checker read them
     parts.append(_sources_html(sources, blocks, excluded, prefix, cited))
     parts.append("</div></section>")
     return "\n".join(parts)
-
-
-def render_report(  # noqa: PLR0913 - the page's parts, each computed once by the checker
-    *,
-    summary: CheckSummary,
-    rows: Sequence[str],
-    shown: Mapping[str, int],
-    strip: Sequence[tuple[int, str]],
-    input_name: str,
-    input_sha256: str,
-    created_at: datetime,
-    version: str,
-) -> str:
-    """Render the whole page around the row fragments.
-
-    Args:
-        summary: The run's counts.
-        rows: The row fragments from `render_row`, in the order to show them.
-        shown: How many rows of each outcome are on the page.
-        strip: ``(line, outcome)`` of every row on the page, in order, for the
-            overview strip.
-        input_name: The input file's name, as given.
-        input_sha256: The SHA-256 of the input bytes.
-        created_at: When the run was made.
-        version: The citemark version.
-
-    Returns:
-        The complete, self-contained HTML document.
-    """
-    totals = {"failed": summary.failed, "unassessed": summary.unassessed, "passed": summary.passed}
-    judge = (
-        f"{_e(summary.judge.provider)} / {_e(summary.judge.model)} "
-        f"(prompt {summary.judge.prompt_sha256[:12]}&hellip;)"
-        if summary.judge is not None
-        else "none: deterministic findings only"
-    )
-    counts = "".join(
-        f'<div class="count {key}"><dt>{label}</dt><dd>{value}</dd></div>'
-        for key, label, value in (
-            ("rows", "rows", summary.rows),
-            ("failed", "failed", summary.failed),
-            ("unassessed", "un-assessed", summary.unassessed),
-            ("passed", "passed", summary.passed),
-            ("violations", "deterministic failures", summary.deterministic_failures),
-            ("malformed", "malformed lines", summary.malformed),
-        )
-    )
-    filters = "".join(
-        f'<label class="filter {o}"><input type="checkbox" name="outcome" value="{o}" checked> '
-        f"{_FILTER_NAMES[o]} <span>({shown.get(o, 0)} shown of {totals[o]})</span></label>"
-        for o in OUTCOMES
-    )
-    left_out = sum(totals.values()) - sum(shown.get(o, 0) for o in OUTCOMES)
-    order = (
-        "Rows are listed failed first, then un-assessed with a reason other than no_judge, "
-        "then the rest, each in input order; the strip shows them in input order."
-    )
-    notice = (
-        f'<p class="left-out">This page shows {sum(shown.values())} of {summary.rows} rows; '
-        f"{left_out} were left out. rows.jsonl holds every row. {order}</p>"
-        if left_out > 0
-        else f'<p class="order">{order}</p>'
-    )
-    cells = "".join(
-        f'<a class="cell {outcome}" href="#row-{line}" title="line {line}: {outcome}"></a>'
-        for line, outcome in strip
-    )
-    reasons = "".join(
-        f"<li><code>{_e(code)}</code> {count} &middot; {_e(REASONS.get(code, code))}</li>"
-        for code, count in summary.reasons.items()
-    )
-    malformed = ""
-    if summary.malformed:
-        items = "".join(
-            f'<li id="line-{m.line}">line {m.line}: {_e(m.reason)}</li>'
-            for m in summary.malformed_lines
-        )
-        more = summary.malformed - len(summary.malformed_lines)
-        extra = f"<li>and {more} more (see rows.jsonl)</li>" if more > 0 else ""
-        malformed = (
-            '<section class="malformed"><h2>Lines that could not be read as a row</h2>'
-            f"<ul>{items}{extra}</ul></section>"
-        )
-    policy = (
-        "default-src 'none'; base-uri 'none'; form-action 'none'; img-src 'none'; "
-        f"style-src '{_csp_hash(_STYLE)}'; script-src '{_csp_hash(_SCRIPT)}'"
-    )
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>citemark check: {_e(input_name)}</title>",
-            f"<style>{_STYLE}</style></head><body>",
-            '<header class="top"><h1>citemark check</h1>',
-            (
-                f'<p class="meta">input <code>{_e(input_name)}</code> &middot; sha256 '
-                f"<code>{input_sha256}</code><br>judge: {judge} &middot; citemark "
-                f"{_e(version)} &middot; {created_at.isoformat(timespec='seconds')}</p>"
-            ),
-            f'<dl class="counts">{counts}</dl>',
-            f'<ul class="reasons">{reasons}</ul>' if reasons else "",
-            _causes_html(summary),
-            _groups_html(summary),
-            _judge_calls(summary),
-            provider_summary_html(summary),
-            (
-                '<p class="judge-note">A verdict is advice: only deterministic findings can '
-                "fail the run, and only with --fail-on-violation.</p>"
-            ),
-            f'<form id="filters">{filters}</form>',
-            notice,
-            f'<nav class="strip" aria-label="rows at a glance">{cells}</nav>',
-            "</header>",
-            malformed,
-            '<main id="rows">',
-            *rows,
-            "</main>",
-            f"<script>{_SCRIPT}</script>",
-            "</body></html>",
-            "",
-        ]
-    )
 
 
 def _pieces(answer: str, sources: Sequence[Source] | str, findings: ScoreFindings) -> list[_Piece]:
@@ -621,76 +491,6 @@ def _e(text: str) -> str:
 def _csp_hash(text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "sha256-" + base64.b64encode(digest).decode("ascii")
-
-
-class HtmlSink:
-    """``report.html``: the page, showing at most ``html_rows`` rows, the most telling first.
-
-    Rows fall in three tiers: failed; un-assessed for a reason other than
-    ``no_judge``; everything else. A row enters while there is room; when the page is
-    full, a row of a better tier displaces the latest row of the worst tier below it,
-    so each tier keeps its earliest rows. Only kept rows are rendered, and the page is
-    put together at the end.
-    """
-
-    name = HTML_NAME
-
-    def __init__(self, options: SinkOptions) -> None:
-        self.limit = max(options.html_rows, 0)
-        self.tiers: tuple[list[tuple[int, str, str]], ...] = ([], [], [])
-        self.count = 0
-        self._out = options.out_dir / HTML_NAME
-        self._label_pattern = options.label_pattern
-        self._citation_pattern = options.citation_pattern
-
-    def add(self, row: CheckedRow) -> None:
-        """Render the row if the page has room for its tier."""
-        item, score = row
-        if score is None or not isinstance(item, CheckRow):
-            return  # malformed lines are listed from the summary
-        tier = _tier(score)
-        if self.count >= self.limit:
-            worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
-            if worse is None:
-                return
-            self.tiers[worse].pop()
-            self.count -= 1
-        fragment = render_row(
-            line=item.line,
-            row_id=item.id,
-            question=item.question,
-            answer=item.answer,
-            sources=item.sources,
-            score=score,
-            label_pattern=self._label_pattern,
-            citation_pattern=self._citation_pattern,
-            documents=item.provider.documents if item.provider is not None else (),
-        )
-        self.tiers[tier].append((item.line, score.outcome, fragment))
-        self.count += 1
-
-    def finish(self, facts: RunFacts) -> str:
-        """Write the page atomically; return its SHA-256."""
-        shown = dict.fromkeys(OUTCOMES, 0)
-        for tier in self.tiers:
-            for _, outcome, _ in tier:
-                shown[outcome] += 1
-        page = render_report(
-            summary=facts.summary,
-            rows=[fragment for tier in self.tiers for _, _, fragment in tier],
-            shown=shown,
-            strip=sorted((line, outcome) for tier in self.tiers for line, outcome, _ in tier),
-            input_name=facts.input_name,
-            input_sha256=facts.input_sha256,
-            created_at=facts.created_at,
-            version=facts.version,
-        )
-        data = page.encode("utf-8")
-        write_report_atomically(self._out, data)
-        return hashlib.sha256(data).hexdigest()
-
-    def close(self) -> None:
-        """Nothing to release: the page exists only once `finish` wrote it."""
 
 
 def _tier(score: CitationScore) -> int:

@@ -8,7 +8,7 @@ summary at the end). A sink writes one file, atomically (see
 appears only once every other file is in place. A sink whose run fails before it
 finishes is closed, and leaves nothing behind.
 
-``rows.jsonl`` (`JsonlSink`) and ``report.html`` (``citemark._check.html.HtmlSink``)
+``rows.jsonl`` (`JsonlSink`) and ``report.html`` (``citemark._check.page.HtmlSink``)
 are always written. `FORMATS` registers the optional ones by the name
 ``--format NAME`` takes; adding a format is one new module with a sink class and one
 line here.

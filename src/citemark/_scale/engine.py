@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from citemark._artifacts import ModelIdentity, citemark_version, utc_now, write_report_atomically
-from citemark._check.html import HTML_NAME, HtmlSink
+from citemark._check.html import HTML_NAME
 from citemark._check.judge_calls import JudgeCallsSink, recording
+from citemark._check.page import HtmlSink
 from citemark._check.run import REPORT_NAME, CheckResult, _Tally
 from citemark._check.sinks import (
     FORMATS,
