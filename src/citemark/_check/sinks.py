@@ -45,6 +45,7 @@ __all__ = [
     "SinkOptions",
     "row_line",
     "row_record",
+    "with_run_id",
 ]
 
 ROWS_NAME: Final = "rows.jsonl"
@@ -73,6 +74,8 @@ class RunFacts(NamedTuple):
     """When the run started."""
     version: str
     """The citemark version."""
+    run_id: str = ""
+    """The run's id, which every artifact of the run names."""
 
 
 class SinkOptions(NamedTuple):
@@ -86,6 +89,8 @@ class SinkOptions(NamedTuple):
     """The scorer's label pattern."""
     citation_pattern: re.Pattern[str]
     """The scorer's citation pattern."""
+    run_id: str = ""
+    """The run's id, which every artifact of the run names (see `with_run_id`)."""
 
 
 class CheckSink(Protocol):
@@ -150,6 +155,18 @@ def row_line(row: CheckedRow) -> bytes:
     )
 
 
+def with_run_id(line: bytes, run_id: str) -> bytes:
+    """A JSON object line (``{...}`` and a newline) with ``"run_id"`` added as its last key.
+
+    The line is extended in place, not parsed again, so every existing key keeps its
+    place and bytes; without a run id it is returned as is.
+    """
+    if not run_id:
+        return line
+    body = line.rstrip(b"\n")
+    return body[:-1] + b', "run_id": ' + json.dumps(run_id).encode("ascii") + b"}\n"
+
+
 class JsonlSink:
     """``rows.jsonl``: every row's full record, streamed as it is scored."""
 
@@ -157,10 +174,11 @@ class JsonlSink:
 
     def __init__(self, options: SinkOptions) -> None:
         self._file = AtomicFile(options.out_dir / ROWS_NAME)
+        self._run_id = options.run_id
 
     def add(self, row: CheckedRow) -> None:
-        """Append the row's record as one ASCII JSON line."""
-        self._file.write(row_line(row))
+        """Append the row's record, with the run id, as one ASCII JSON line."""
+        self._file.write(with_run_id(row_line(row), self._run_id))
 
     def finish(self, facts: RunFacts) -> str:  # noqa: ARG002 - rows.jsonl needs no summary
         """Publish the file."""

@@ -28,11 +28,18 @@ import hashlib
 import json
 import os
 import pickle
+import uuid
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from citemark._artifacts import ModelIdentity, citemark_version, utc_now, write_report_atomically
+from citemark._artifacts import (
+    ModelIdentity,
+    citemark_version,
+    publishing_together,
+    utc_now,
+    write_report_atomically,
+)
 from citemark._check.html import HTML_NAME
 from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.page import HtmlSink
@@ -45,6 +52,7 @@ from citemark._check.sinks import (
     RunFacts,
     SinkOptions,
     row_line,
+    with_run_id,
 )
 from citemark._errors import NoRowsError
 from citemark._provider_rows import with_provider_findings
@@ -451,11 +459,12 @@ class _RecordSink:
         from citemark._artifacts import AtomicFile  # noqa: PLC0415
 
         self._file = AtomicFile(options.out_dir / ROWS_NAME)
+        self._run_id = options.run_id
         self.pending = ""
 
     def add(self, row: CheckedRow) -> None:
         del row
-        self._file.write(self.pending.encode("ascii") + b"\n")
+        self._file.write(with_run_id(self.pending.encode("ascii") + b"\n", self._run_id))
 
     def finish(self, facts: RunFacts) -> str:
         del facts
@@ -491,11 +500,14 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     )
     out = Path(out_dir)
     created_at = utc_now()
+    run_id = uuid.uuid4().hex
     scorer = scorer_factory()
     pending_calls: list[list[dict[str, Any]]] = []
     with contextlib.ExitStack() as stack:
         out.mkdir(parents=True, exist_ok=True)
-        options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern)
+        # As in run_check: the whole set is published at the end, report.json last.
+        stack.enter_context(publishing_together())
+        options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern, run_id)
         records = _RecordSink(options)
         html = HtmlSink(options)
         sinks: list[CheckSink] = [records, html]
@@ -520,11 +532,15 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
             batch_size=1,
             on_row=on_row,
         )
-        facts = RunFacts(summary, source, input_sha256, created_at, citemark_version())
+        facts = RunFacts(summary, source, input_sha256, created_at, citemark_version(), run_id)
         files = {sink.name: sink.finish(facts) for sink in sinks}
-    summary = summary.model_copy(update={"files": files})
-    report = EvalReport(
-        created_at=created_at, config=dict(config or {}), input_sha256=input_sha256, check=summary
-    )
-    report_path = write_report_atomically(out / REPORT_NAME, report)
+        summary = summary.model_copy(update={"files": files})
+        report = EvalReport(
+            created_at=created_at,
+            config=dict(config or {}),
+            input_sha256=input_sha256,
+            check=summary,
+            run_id=run_id,
+        )
+        report_path = write_report_atomically(out / REPORT_NAME, report)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
