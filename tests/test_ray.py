@@ -29,6 +29,7 @@ from citemark.ray import (  # noqa: E402
     run_ray_check,
     split_concurrency,
 )
+from citemark.reports import check_output_set  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTEXT = "[doc-1] The late fee is 5% of the unpaid balance.\n[doc-2] Members pay no late fee.\n"
@@ -107,6 +108,9 @@ def test_local_and_ray_give_identical_records_and_summaries(cluster, tmp_path):
     remote = run_ray_check(runs, tmp_path / "ray", spec, workers=2, concurrency=4, shard_bytes=300)
     # Each run's lines end with its own run id; the records are otherwise the same bytes.
     assert local.report.run_id != remote.report.run_id
+    for folder in ("local", "ray"):  # each a whole set of one run, no temporary left
+        assert check_output_set(tmp_path / folder).whole
+        assert not list((tmp_path / folder).glob(".*.tmp"))
     local_rows = (tmp_path / "local" / "rows.jsonl").read_bytes()
     assert local_rows.replace(str(local.report.run_id).encode(), b"") == (
         tmp_path / "ray" / "rows.jsonl"
