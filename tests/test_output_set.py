@@ -28,13 +28,13 @@ from citemark import CitationScorer, LabelledItem, LabelSet, Source
 from citemark._artifacts import AtomicFile, publishing_together, remove_stale_temporaries
 from citemark._check import run as check_run
 from citemark._check import run_check
-from citemark._check.sinks import FORMATS
+from citemark._check.sinks import FORMATS, JsonlSink, SinkOptions
 from citemark.reports import ArtifactProblem, OutputSetCheck, check_output_set
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
+    from citemark._check.sinks import CheckedRow, CheckSink, RunFacts
 
 CANARY = "CANARY-7d1f"
 ROW = {
@@ -292,6 +292,29 @@ class TestNoTemporaryOnAnyErrorPath:
         found = check_output_set(out)
         assert not found.whole
         assert {"rows.jsonl", "report.html"} <= {p.name for p in found.problems}
+
+    def test_a_sink_that_fails_to_open_leaves_no_temporary(self, before, monkeypatch):
+        """rows.jsonl's temporary is open when the next sink fails to build; it goes too."""
+        runs, out, old = before
+
+        def refuse(options: SinkOptions) -> CheckSink:
+            raise OSError(24, "Too many open files")
+
+        monkeypatch.setitem(FORMATS, "refusing", refuse)
+        with pytest.raises(OSError, match="Too many"):
+            run_check(runs, out, CitationScorer(), formats=("refusing",))
+        assert ([], old) == (temporaries(out), visible(out))
+        # The naive order (close callbacks registered once every sink is built) leaks it.
+        options = SinkOptions(out, 10, re.compile("x"), re.compile("x"))
+        built: list[CheckSink] = []
+        with contextlib.ExitStack() as stack, contextlib.suppress(OSError):
+            built.append(JsonlSink(options))
+            built.append(refuse(options))
+            for sink in built:
+                stack.callback(sink.close)
+        assert 1 == len(temporaries(out))
+        built[0].close()  # what the naive run never does
+        assert [] == temporaries(out)
 
     def test_an_interrupt_from_the_progress_callback_leaves_nothing(self, before):
         """Ctrl-C in the row loop: the previous set stays, no temporary is left."""

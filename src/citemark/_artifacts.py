@@ -456,25 +456,45 @@ def _locked_temporary(path: Path) -> tuple[Path, IO[bytes]]:
 
     A cleaner may take the lock of a just-created file before its writer does and
     remove it; the writer then finds its name gone (or another file under it) once
-    it holds the lock, and makes a new one.
+    it holds the lock, and makes a new one. On a file system that refuses ``flock``
+    the file is written unlocked, as on Windows. Whatever interrupts this (even
+    KeyboardInterrupt) leaves no file behind.
     """
     while True:
         descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        handle = os.fdopen(descriptor, "wb")
-        if _flock is None:
-            return Path(name), handle
         try:
-            _flock(descriptor, fcntl.LOCK_EX)
+            handle = os.fdopen(descriptor, "wb")
+        except BaseException:
+            os.close(descriptor)
+            _unlink_quietly(name)
+            raise
+        try:
+            if _flock is None or not _locked(descriptor):
+                return Path(name), handle
             if os.stat(name).st_ino == os.fstat(descriptor).st_ino:  # noqa: PTH116 - a str name
                 return Path(name), handle
         except FileNotFoundError:
-            pass
+            pass  # a cleaner removed it before the lock was ours: make another
         except BaseException:
             handle.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name)  # noqa: PTH108 - a str name
+            _unlink_quietly(name)
             raise
         handle.close()
+
+
+def _locked(descriptor: int) -> bool:
+    """Take an exclusive ``flock`` on ``descriptor``, waiting; False where flock is refused."""
+    assert _flock is not None  # noqa: S101 - checked by the caller
+    try:
+        _flock(descriptor, fcntl.LOCK_EX)
+    except OSError:  # e.g. ENOLCK on a network file system
+        return False
+    return True
+
+
+def _unlink_quietly(name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name)  # noqa: PTH108 - a str name
 
 
 def remove_stale_temporaries(folder: Path, names: Iterable[str]) -> int:

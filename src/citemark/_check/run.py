@@ -54,6 +54,7 @@ from citemark._check.sinks import (
     JsonlSink,
     RunFacts,
     SinkOptions,
+    opened,
 )
 from citemark._errors import NoRowsError
 from citemark._provider_rows import count_provider_citations, with_provider_findings
@@ -190,13 +191,14 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         # are closed and report.json is sealed, or none is.
         stack.enter_context(publishing_together())
         options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern, run_id)
-        html = HtmlSink(options)
-        sinks: list[CheckSink] = [JsonlSink(options), html]
-        sinks.extend(FORMATS[name](options) for name in formats)
+        # Each sink is closed from the moment it exists (see `opened`).
+        sinks: list[CheckSink] = [opened(stack, JsonlSink(options))]
+        html = opened(stack, HtmlSink(options))
+        sinks.append(html)
+        sinks.extend(opened(stack, FORMATS[name](options)) for name in formats)
         if recorder is not None:
-            sinks.append(JudgeCallsSink(options, recorder.next_row, lambda: recorder.loose))
-        for sink in sinks:
-            stack.callback(sink.close)
+            calls = JudgeCallsSink(options, recorder.next_row, lambda: recorder.loose)
+            sinks.append(opened(stack, calls))
         chunk: list[CheckRow | MalformedLine] = []
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)

@@ -17,7 +17,7 @@ line here.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
 from pydantic_core import PydanticSerializationError
 
@@ -26,6 +26,7 @@ from citemark._reports import MalformedLine
 from citemark._scorer.findings import ScoreFindings
 
 if TYPE_CHECKING:
+    import contextlib
     import re
     from collections.abc import Callable
     from datetime import datetime
@@ -43,12 +44,14 @@ __all__ = [
     "JsonlSink",
     "RunFacts",
     "SinkOptions",
+    "opened",
     "row_line",
     "row_record",
     "with_run_id",
 ]
 
 ROWS_NAME: Final = "rows.jsonl"
+_S = TypeVar("_S", bound="CheckSink")
 _FINDINGS_JSON: Final = ScoreFindings.__pydantic_serializer__
 
 
@@ -107,6 +110,16 @@ class CheckSink(Protocol):
 
     def close(self) -> None:
         """Release what the sink holds; without `finish`, leave no file behind."""
+
+
+def opened(stack: contextlib.ExitStack, sink: _S) -> _S:
+    """Register ``sink.close`` on ``stack`` as soon as the sink exists; return the sink.
+
+    A run builds its sinks one after another; closing each from the moment it is
+    built means a later sink failing to build still leaves no earlier temporary file.
+    """
+    stack.callback(sink.close)
+    return sink
 
 
 def row_record(row: CheckedRow, *, details: bool = True) -> dict[str, Any]:

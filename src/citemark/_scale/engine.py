@@ -51,6 +51,7 @@ from citemark._check.sinks import (
     CheckSink,
     RunFacts,
     SinkOptions,
+    opened,
     row_line,
     with_run_id,
 )
@@ -508,14 +509,12 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
         # As in run_check: the whole set is published at the end, report.json last.
         stack.enter_context(publishing_together())
         options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern, run_id)
-        records = _RecordSink(options)
-        html = HtmlSink(options)
+        records = opened(stack, _RecordSink(options))
+        html = opened(stack, HtmlSink(options))
         sinks: list[CheckSink] = [records, html]
-        sinks.extend(FORMATS[name](options) for name in formats)
+        sinks.extend(opened(stack, FORMATS[name](options)) for name in formats)
         if scorer.judge is not None:
-            sinks.append(JudgeCallsSink(options, pending_calls.pop))
-        for sink in sinks:
-            stack.callback(sink.close)
+            sinks.append(opened(stack, JudgeCallsSink(options, pending_calls.pop)))
 
         def on_row(checked: CheckedRow, columns: dict[str, Any]) -> None:
             records.pending = columns["record"]
