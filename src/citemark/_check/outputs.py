@@ -192,45 +192,47 @@ def _check_file(root: Path, name: str, digest: str, run_id: str | None) -> list[
     """The reasons one named file does not belong (empty when it does)."""
     if Path(name).name != name or name in {"", ".", ".."}:
         return ["bad_name"]
-    path = root / name
-    reasons: list[ArtifactReason] = []
     try:
-        actual, ids = _digest_and_run_ids(path)
-    except FileNotFoundError:
+        actual, ids = _digest_and_run_ids(root / name, run_id)
+    except OSError:  # absent, or not a readable file
         return ["missing"]
-    except OSError:
-        return ["missing"]
+    reasons: list[ArtifactReason] = []
     if actual != digest:
         reasons.append("sha256_mismatch")
-    if ids is not None and run_id is not None:
-        if any(found is None for found in ids):
-            reasons.append("no_run_id")
-        if any(found is not None and found != run_id for found in ids):
-            reasons.append("run_id_mismatch")
+    if None in ids:
+        reasons.append("no_run_id")
+    if False in ids:
+        reasons.append("run_id_mismatch")
     return reasons
 
 
-def _digest_and_run_ids(path: Path) -> tuple[str, set[str | None] | None]:
-    """A file's SHA-256 and the run ids it names (None where its kind names none)."""
+def _digest_and_run_ids(path: Path, run_id: str | None) -> tuple[str, set[bool | None]]:
+    """A file's SHA-256, and how the run ids it names compare with ``run_id``.
+
+    The set holds True for a matching id, False for another run's, None for a line
+    or file naming none; it is empty where the file's kind names no run, or there
+    is no ``run_id`` to compare with. Its size is bounded whatever the file holds.
+    """
     hasher = hashlib.sha256()
+    seen: set[bool | None] = set()
     if path.suffix == ".jsonl":
-        ids: set[str | None] = set()
         with path.open("rb") as handle:
             for line in handle:
                 hasher.update(line)
-                if line.strip():
-                    ids.add(_line_run_id(line))
-        return hasher.hexdigest(), ids
+                if run_id is not None and line.strip():
+                    found = _line_run_id(line)
+                    seen.add(None if found is None else found == run_id)
+        return hasher.hexdigest(), seen
     pattern = _MARKUP_RUN_ID.get(path.name)
     with path.open("rb") as handle:
         head = handle.read(_HEAD_BYTES)
         hasher.update(head)
         while chunk := handle.read(_CHUNK):
             hasher.update(chunk)
-    if pattern is None:
-        return hasher.hexdigest(), None
-    found = pattern.search(head)
-    return hasher.hexdigest(), {found.group(1).decode("ascii", "replace") if found else None}
+    if pattern is not None and run_id is not None:
+        match = pattern.search(head)
+        seen.add(None if match is None else match.group(1) == run_id.encode("ascii", "replace"))
+    return hasher.hexdigest(), seen
 
 
 def _line_run_id(line: bytes) -> str | None:
