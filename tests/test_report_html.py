@@ -331,3 +331,67 @@ class TestInChromium:
         data = shot.read_bytes()
         assert b"\x89PNG\r\n\x1a\n" == data[:8]
         assert len(data) > 20_000
+
+
+ZERO_BASED = {
+    "id": "zero",
+    "index_base": 0,
+    "answer": "Fees are due monthly [0]. Refunds take a week [1].",
+    "sources": [
+        {"text": "Fees are due monthly.", "doc_id": "fees"},
+        {"text": "Refunds take a week.", "doc_id": "refunds"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def zero_based_report(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("zero")
+    runs = folder / "runs.jsonl"
+    runs.write_text(json.dumps(ZERO_BASED) + "\n", encoding="utf-8")
+    return check(runs, folder / "out")
+
+
+class TestZeroBasedRows:
+    """A row numbered from 0 is shown numbered from 0 (issue 12, item 1)."""
+
+    def test_markers_link_to_the_source_they_name(self, chromium, zero_based_report):
+        dom = DOM(chromium(zero_based_report.as_uri(), "--dump-dom"))
+        ids = dom.ids()
+        links = {m.text: ids[m.attrs["href"][1:]] for m in dom.find("a", "resolved")}
+        assert ["[0]", "[1]"] == sorted(links)
+        assert "row-1-src-0" == links["[0]"].attrs["id"]
+        assert "fees" in links["[0]"].text
+        assert "refunds" in links["[1]"].text
+        assert {"source", "cited"} <= links["[0]"].classes
+
+    def test_naive_numbering_misplaces_them(self):
+        """Numbering the shown sources from 1 whatever the row's base, as the page did,
+        leaves [0] unlinked and links [1] to the first source."""
+        from citemark import CitationScorer, Source
+        from citemark._check import page
+
+        sources = [Source(**s) for s in ZERO_BASED["sources"]]  # type: ignore[arg-type]
+        scorer = CitationScorer()
+        score = scorer.score_sync(str(ZERO_BASED["answer"]), sources, index_base=0)
+
+        def resolved(findings_base: int | None) -> list[tuple[int, str]]:
+            findings = score.findings.model_copy(update={"index_base": findings_base})
+            table = page.TextTable()
+            record = page.row_record(
+                line=1,
+                row_id="zero",
+                question="",
+                answer=str(ZERO_BASED["answer"]),
+                sources=sources,
+                score=score.model_copy(update={"findings": findings}),
+                label_pattern=scorer.label_pattern,
+                citation_pattern=scorer.citation_pattern,
+                table=table,
+            )
+            pieces = record[4]
+            assert isinstance(pieces, list)
+            return [(p[1], p[2]) for p in pieces if isinstance(p, list) and p[0] == 0]
+
+        assert [(0, "[0]"), (1, "[1]")] == resolved(0)
+        assert [(1, "[1]")] == resolved(None)

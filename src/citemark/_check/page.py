@@ -20,7 +20,8 @@ issues, sources, notes, source_title, more]``. ``outcome`` indexes `OUTCOMES`;
 ``answer`` is a list of plain strings and ``[kind, target, text]`` markers (kind 0
 resolved, target the source's number; 1 fabricated and 2 ambiguous, target the
 issue's number; 3 ignored, target the explanation); ``sources`` is flat triples
-``number, description, text`` (the number negated for a cited source); ``notes`` is
+``number, description, text`` (a cited source's number written as ``~number``, that is
+``-number - 1``, so that a cited source 0 is told from an uncited one); ``notes`` is
 flat pairs ``class, text``. Every other string (the question, the explanation, codes,
 descriptions, source texts) is an index into the text table, so a question asked of
 several pipelines is stored once too.
@@ -41,6 +42,7 @@ from citemark._check.html import (
     _MAX_SOURCE_CHARS,
     _STYLE,
     HTML_NAME,
+    MAX_PROVIDER_CITATIONS,
     MAX_UNCITED_SOURCES,
     OUTCOMES,
     _causes_html,
@@ -52,8 +54,8 @@ from citemark._check.html import (
     _judge_calls,
     _pieces,
     _tier,
+    provider_summary_html,
 )
-from citemark._check.provider_html import MAX_PROVIDER_CITATIONS, provider_summary_html
 from citemark._reasons import REASONS
 from citemark._runs import CheckRow
 from citemark._scorer.labels import classify_labelled
@@ -128,8 +130,11 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         numbers = {label: k for k, label in enumerate(found.blocks, start=1)}
         kind = "context blocks"
     else:
+        # A 0-based row (``--index-base 0`` or its own ``index_base``) shows its
+        # sources numbered from 0, as the answer cites them.
+        base = 1 if findings.index_base is None else findings.index_base
         entries = []
-        for number, source in enumerate(sources, start=1):
+        for number, source in enumerate(sources, start=base):
             if not source.text.strip():
                 continue
             where = [f"[{number}] {source.doc_id}"]
@@ -140,8 +145,10 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
             if source.uri is not None:
                 where.append(source.uri)
             entries.append((number, " \u00b7 ".join(where), source.text))
-        excluded = [(str(k), "empty") for k, s in enumerate(sources, start=1) if not s.text.strip()]
-        numbers = {str(k): k for k, s in enumerate(sources, start=1) if s.text.strip()}
+        excluded = [
+            (str(k), "empty") for k, s in enumerate(sources, start=base) if not s.text.strip()
+        ]
+        numbers = {str(k): k for k, s in enumerate(sources, start=base) if s.text.strip()}
         kind = "sources"
     given = len(numbers) + len(excluded)
     numbered = not isinstance(sources, str)
@@ -182,8 +189,8 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
                 hidden += 1
                 continue
         clipped = text if len(text) <= _MAX_SOURCE_CHARS else text[:_MAX_SOURCE_CHARS] + "\u2026"
-        # Flat triples; a cited source has its number negated.
-        shown.extend((-k if k in cited else k, table.ref(_t(meta)), table.ref(_t(clipped))))
+        # Flat triples; a cited source's number is bit-inverted (~0 is -1).
+        shown.extend((~k if k in cited else k, table.ref(_t(meta)), table.ref(_t(clipped))))
     more: list[str] = []
     if hidden:
         more.append(f"and {hidden} more not shown")

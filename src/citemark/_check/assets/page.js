@@ -83,8 +83,9 @@
     var list = el('ol');
     for (var s = 0; s < r[8].length; s += 3) {
       var k = r[8][s], cited = k < 0;
+      if (cited) { k = ~k; }
       var li = el('li', cited ? 'source cited' : 'source');
-      li.id = prefix + '-src-' + Math.abs(k);
+      li.id = prefix + '-src-' + k;
       var det = el('details');
       if (cited) { det.open = true; }
       det.appendChild(el('summary', 'src-meta', texts[r[8][s + 1]]));
