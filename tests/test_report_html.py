@@ -395,3 +395,59 @@ class TestZeroBasedRows:
 
         assert [(0, "[0]"), (1, "[1]")] == resolved(0)
         assert [(1, "[1]")] == resolved(None)
+
+
+def grouped_rows() -> list[dict[str, object]]:
+    source = [{"text": "Fees are due monthly.", "doc_id": "fees"}]
+    return [
+        {"id": "a1", "model": "gpt-4o", "answer": "Fees are monthly [1].", "sources": source},
+        {"id": "a2", "model": "gpt-4o", "answer": "Fees are monthly [7].", "sources": source},
+        {"id": "b1", "model": "llama & co", "answer": "Fees are monthly [1].", "sources": source},
+    ]
+
+
+@pytest.fixture(scope="module")
+def grouped_report(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("grouped")
+    runs = folder / "runs.jsonl"
+    runs.write_text("".join(json.dumps(r) + "\n" for r in grouped_rows()), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
+    command = [sys.executable, "-m", "citemark", "check", str(runs), "--out", str(folder)]
+    done = subprocess.run(
+        [*command, "--group-by", "model"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert 0 == done.returncode, done.stderr
+    return folder / "report.html"
+
+
+class TestGroupFilter:
+    """With --group-by the page shows one group's rows on request (issue 12, item 5)."""
+
+    @staticmethod
+    def shown(dom: DOM) -> list[str]:
+        return [e.text for e in dom.find("span", "rid")]
+
+    def test_every_group_is_shown_by_default(self, chromium, grouped_report):
+        dom = DOM(chromium(grouped_report.as_uri(), "--dump-dom"))
+        assert ["a2", "a1", "b1"] == self.shown(dom)
+        menu = [e.attrs.get("value") for e in dom.find("option")]
+        assert ["", "gpt-4o", "llama & co"] == menu
+
+    def test_a_group_from_the_fragment(self, chromium, grouped_report):
+        dom = DOM(chromium(grouped_report.as_uri() + "#group=llama%20%26%20co", "--dump-dom"))
+        assert ["b1"] == self.shown(dom)
+
+    def test_group_and_outcome_together(self, chromium, grouped_report):
+        url = grouped_report.as_uri() + "#show=failed&group=gpt-4o"
+        dom = DOM(chromium(url, "--dump-dom"))
+        assert ["a2"] == self.shown(dom)
+
+    def test_the_groups_table_links_to_each_group(self, grouped_report):
+        page = grouped_report.read_text(encoding="utf-8")
+        assert 'href="#group=llama%20%26%20co"' in page
+        assert 'href="#group=gpt-4o"' in page

@@ -20,6 +20,7 @@ import hashlib
 import html
 import importlib.resources
 from typing import TYPE_CHECKING, Final, NamedTuple
+from urllib.parse import quote
 
 from citemark._markers import parse_markers
 from citemark._scorer.findings import UnresolvedMarker
@@ -194,7 +195,8 @@ def _groups_html(summary: CheckSummary) -> str:
         )
     )
     body = "".join(
-        f"<tr><td>{_e(name)}</td><td>{g.rows}</td><td>{g.citations_all_resolve}</td>"
+        f'<tr><td><a href="#group={_e(quote(name, safe=""))}">{_e(name)}</a></td>'
+        f"<td>{g.rows}</td><td>{g.citations_all_resolve}</td>"
         f"<td>{g.deterministic_failures}</td><td>{g.rows_with_unrecognized}</td>"
         f"<td>{g.passed}</td><td>{g.failed}</td><td>{g.unassessed}</td></tr>"
         for name, g in summary.groups.items()

@@ -16,15 +16,17 @@ can close the block. Without JavaScript the header and counts are shown, and a n
 says the rows need the script (``rows.jsonl`` holds every row in full).
 
 A row is a JSON array: ``[line, id, outcome, question, answer, explanation, codes,
-issues, sources, notes, source_title, more]``. ``outcome`` indexes `OUTCOMES`;
+issues, sources, notes, source_title, more, group]``. ``outcome`` indexes `OUTCOMES`;
 ``answer`` is a list of plain strings and ``[kind, target, text]`` markers (kind 0
 resolved, target the source's number; 1 fabricated and 2 ambiguous, target the
 issue's number; 3 ignored, target the explanation); ``sources`` is flat triples
 ``number, description, text`` (a cited source's number written as ``~number``, that is
 ``-number - 1``, so that a cited source 0 is told from an uncited one); ``notes`` is
-flat pairs ``class, text``. Every other string (the question, the explanation, codes,
-descriptions, source texts) is an index into the text table, so a question asked of
-several pipelines is stored once too.
+flat pairs ``class, text``; ``group`` is the row's ``--group-by`` group (the name the
+summary counts it under), or null without ``--group-by``. Every other string (the
+question, the explanation, codes, descriptions, source texts, the group) is an index
+into the text table, so a question asked of several pipelines is stored once too.
+With ``--group-by``, a menu beside the outcome filters shows one group's rows.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import json
 from typing import TYPE_CHECKING, Final
 
 from citemark._artifacts import write_report_atomically
+from citemark._check.groups import GroupTally
 from citemark._check.html import (
     _IGNORED_WHY,
     _MAX_ANSWER_CHARS,
@@ -117,6 +120,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
     label_pattern: re.Pattern[str],
     citation_pattern: re.Pattern[str],
     table: TextTable,
+    group: str | None = None,
 ) -> list[JsonValue]:
     """One scored row as the page's data (see the module docstring for its shape)."""
     findings = score.findings
@@ -214,6 +218,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         [ref for cls, text in notes for ref in (table.ref(cls), table.ref(text))],
         table.ref(f"{len(entries)} {kind}, {len(cited)} cited"),
         [table.ref(text) for text in more],
+        None if group is None else table.ref(group),
     ]
 
 
@@ -307,6 +312,7 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
     rows: Sequence[list[JsonValue]],
     texts: Sequence[str],
     shown: Mapping[str, int],
+    shown_groups: Mapping[str, int] | None = None,
     input_name: str,
     input_sha256: str,
     created_at: datetime,
@@ -339,6 +345,18 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
         f"{_FILTER_NAMES[o]} <span>({shown.get(o, 0)} shown of {totals[o]})</span></label>"
         for o in OUTCOMES
     )
+    if summary.group_by is not None:
+        seen = shown_groups or {}
+        options = "".join(
+            f'<option value="{_e(name)}">{_e(name)} ({seen.get(name, 0)} shown of '
+            f"{counts.rows})</option>"
+            for name, counts in summary.groups.items()
+        )
+        filters += (
+            f'<label class="filter group">{_e(summary.group_by)} <select id="group" '
+            f'name="group"><option value="" selected>every group</option>{options}'
+            "</select></label>"
+        )
     on_page = sum(shown.get(o, 0) for o in OUTCOMES)
     left_out = sum(totals.values()) - on_page
     order = (
@@ -436,18 +454,25 @@ class HtmlSink:
 
     def __init__(self, options: SinkOptions) -> None:
         self.limit = max(options.html_rows, 0)
-        self.tiers: tuple[list[tuple[str, list[JsonValue]]], ...] = ([], [], [])
+        self.tiers: tuple[list[tuple[str, str | None, list[JsonValue]]], ...] = ([], [], [])
         self.count = 0
         self.table = TextTable()
         self._out = options.out_dir / HTML_NAME
         self._label_pattern = options.label_pattern
         self._citation_pattern = options.citation_pattern
+        # Rows are named by group as the summary names them: the same bounded names,
+        # assigned in the same input order.
+        self._groups = None if options.group_by is None else GroupTally()
 
     def add(self, row: CheckedRow) -> None:
         """Record the row if the page has room for its tier."""
         item, score = row
         if score is None or not isinstance(item, CheckRow):
             return  # malformed lines are listed from the summary
+        group = None
+        if self._groups is not None:
+            group = self._groups.group_of(item.group)
+            self._groups.add(group, score)
         tier = _tier(score)
         if self.count >= self.limit:
             worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
@@ -465,21 +490,26 @@ class HtmlSink:
             label_pattern=self._label_pattern,
             citation_pattern=self._citation_pattern,
             table=self.table,
+            group=group,
         )
-        self.tiers[tier].append((score.outcome, record))
+        self.tiers[tier].append((score.outcome, group, record))
         self.count += 1
 
     def finish(self, facts: RunFacts) -> str:
         """Write the page atomically; return its SHA-256."""
         shown = dict.fromkeys(OUTCOMES, 0)
+        groups: dict[str, int] = {}
         for tier in self.tiers:
-            for outcome, _ in tier:
+            for outcome, group, _ in tier:
                 shown[outcome] += 1
+                if group is not None:
+                    groups[group] = groups.get(group, 0) + 1
         page = render_page(
             summary=facts.summary,
-            rows=[record for tier in self.tiers for _, record in tier],
+            rows=[record for tier in self.tiers for _, _, record in tier],
             texts=self.table.texts,
             shown=shown,
+            shown_groups=groups,
             input_name=facts.input_name,
             input_sha256=facts.input_sha256,
             created_at=facts.created_at,

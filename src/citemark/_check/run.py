@@ -178,7 +178,9 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         # What an earlier, killed run left half-written is removed before this run
         # opens its own temporary files.
         remove_stale_temporaries(out, _OUTPUT_NAMES)
-        options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern)
+        options = SinkOptions(
+            out, html_rows, scorer.label_pattern, scorer.citation_pattern, group_by
+        )
         html = HtmlSink(options)
         sinks: list[CheckSink] = [JsonlSink(options), html]
         sinks.extend(FORMATS[name](options) for name in formats)

@@ -86,6 +86,8 @@ class SinkOptions(NamedTuple):
     """The scorer's label pattern."""
     citation_pattern: re.Pattern[str]
     """The scorer's citation pattern."""
+    group_by: str | None = None
+    """The row field counts are broken down by (``--group-by``), or None."""
 
 
 class CheckSink(Protocol):

@@ -7,6 +7,7 @@
   var strip = document.getElementById('strip');
   var boxes = Array.prototype.slice.call(
     document.querySelectorAll('#filters input[name="outcome"]'));
+  var chooser = document.getElementById('group');
   var KINDS = ['resolved', 'fabricated', 'ambiguous', 'ignored'];
   var OUTCOMES = ['failed', 'unassessed', 'passed'];
   rows.forEach(function (r) { r[2] = OUTCOMES[r[2]]; });
@@ -127,8 +128,11 @@
   function filter() {
     var shown = {};
     boxes.forEach(function (box) { shown[box.value] = box.checked; });
+    var group = chooser ? chooser.value : '';
     visible = [];
-    rows.forEach(function (r, i) { if (shown[r[2]]) { visible.push(i); } });
+    rows.forEach(function (r, i) {
+      if (shown[r[2]] && (group === '' || texts[r[12]] === group)) { visible.push(i); }
+    });
     page = 0;
     draw();
   }
@@ -146,12 +150,31 @@
     if (target) { target.scrollIntoView(); }
   }
 
-  var wanted = /^#show=([a-z,]*)$/.exec(window.location.hash);
-  if (wanted) {
-    var names = wanted[1].split(',');
-    boxes.forEach(function (box) { box.checked = names.indexOf(box.value) >= 0; });
+  // '#show=failed,unassessed' sets the outcome boxes, '#group=NAME' (URI-encoded)
+  // the group menu; both may be given, joined by '&'.
+  function choose() {
+    var asked = false;
+    window.location.hash.slice(1).split('&').forEach(function (part) {
+      var eq = part.indexOf('='), key = part.slice(0, eq), value = part.slice(eq + 1);
+      if (eq < 0) { return; }
+      if (key === 'show' && /^[a-z,]*$/.test(value)) {
+        var names = value.split(',');
+        boxes.forEach(function (box) { box.checked = names.indexOf(box.value) >= 0; });
+        asked = true;
+      } else if (key === 'group' && chooser) {
+        var name;
+        try { name = decodeURIComponent(value); } catch (e) { return; }
+        Array.prototype.forEach.call(chooser.options, function (option) {
+          if (option.value === name) { chooser.value = name; asked = true; }
+        });
+      }
+    });
+    return asked;
   }
+
+  choose();
   boxes.forEach(function (box) { box.addEventListener('change', filter); });
+  if (chooser) { chooser.addEventListener('change', filter); }
   var cells = document.createDocumentFragment();
   rows.slice().sort(function (a, b) { return a[0] - b[0]; }).forEach(function (r) {
     var cell = el('a', 'cell ' + r[2]);
@@ -162,7 +185,9 @@
   strip.appendChild(cells);
   filter();
   follow();
-  window.addEventListener('hashchange', follow);
+  window.addEventListener('hashchange', function () {
+    if (choose()) { filter(); } else { follow(); }
+  });
   document.documentElement.classList.add('filtered');
   document.documentElement.setAttribute('data-ready-ms', performance.now().toFixed(0));
 })();
