@@ -17,7 +17,7 @@ from llama_index.core.base.response.schema import Response, StreamingResponse
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from citemark import MarkerOutOfRangeError, SynthesisError
+from citemark import MarkerOutOfRangeError, SynthesisError, parse_markers
 from llama_index.evaluation.citemark import CitationEvaluator
 from llama_index.postprocessor.citemark import (
     CITATION_KEY,
@@ -243,3 +243,10 @@ def test_numbered_text_nodes_only_carry_the_header_they_were_given():
     node = numbered(index_base=0)[0].node
     assert isinstance(node, TextNode)
     assert node.get_content("llm").splitlines()[0] == "cite_as: [0]"
+
+
+def test_a_zero_based_qa_prompt_holds_only_the_headers_it_numbered():
+    """The QA template's rules name no number: the prompt's markers are [0] and [1] only."""
+    cited_engine, llm = engine(ZERO, index_base=0)
+    cited_engine.query(QUESTION)
+    assert [0, 1] == [o.number for o in parse_markers(llm.prompts[0])]

@@ -21,8 +21,10 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
-from citemark import CitedAnswer, MarkerOutOfRangeError
+from citemark import CitedAnswer, MarkerOutOfRangeError, otel, parse_markers
 from langchain_citemark import (
     AgentCitationReport,
     CitationCallbackHandler,
@@ -365,3 +367,39 @@ class TestEvaluators:
                 acitations_valid_evaluator(index_base=value)
             with pytest.raises(ValueError, match="index_base must be 0 or 1"):
                 citation_feedback(ZERO, DOCS, index_base=value)
+
+
+# --- what the prompt says, and what the events say ---------------------------------
+
+
+class TestPromptAndEvents:
+    def test_a_zero_based_prompt_holds_only_the_headers_it_numbered(self):
+        """The citing rules name no number, so the only markers shown are [0] and [1]."""
+        spy = Spy()
+        chain_for(ZERO, index_base=0).invoke(INPUT, config={"callbacks": [spy]})
+        shown = [o.number for o in parse_markers(spy.last())]
+        assert shown == [0, 1]
+        parser = CitationOutputParser(documents=DOCS, index_base=0)
+        assert parse_markers(parser.get_format_instructions()) == ()
+
+    def test_check_events_state_the_zero_based_range(self):
+        """With citemark.otel on, an out-of-range reply's event says 'outside 0..1'."""
+        memory = InMemoryLogRecordExporter()
+        provider = LoggerProvider()
+        provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+        middleware = CitationMiddleware(
+            sources_key="documents", on_violation="annotate", index_base=0
+        )
+        otel.enable(logger_provider=provider)
+        try:
+            agent_run([AIMessage(PAST_END)], middleware, [], documents=DOCS)
+            agent_run([AIMessage(ZERO)], middleware, [], documents=DOCS)
+        finally:
+            otel.disable()
+        assert [
+            ("fail", "1 marker(s) outside 0..1; first [2]"),
+            ("pass", "2 source(s) cited of 2"),
+        ] == [
+            (a["gen_ai.evaluation.score.label"], a["gen_ai.evaluation.explanation"])
+            for a in (dict(r.log_record.attributes) for r in memory.get_finished_logs())
+        ]
