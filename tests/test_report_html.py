@@ -451,3 +451,46 @@ class TestGroupFilter:
         page = grouped_report.read_text(encoding="utf-8")
         assert 'href="#group=llama%20%26%20co"' in page
         assert 'href="#group=gpt-4o"' in page
+
+
+@pytest.fixture(scope="module")
+def provider_report(tmp_path_factory) -> Path:
+    from test_cli_check_providers import anthropic_row
+
+    folder = tmp_path_factory.mktemp("provider")
+    runs = folder / "runs.jsonl"
+    rows = [anthropic_row("a-ok"), anthropic_row("a-unsent", index=1)]
+    runs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return check(runs, folder / "out")
+
+
+class TestProviderSpans:
+    """The answer text a provider citation covers is marked in the answer (issue 14)."""
+
+    def test_each_cited_span_is_marked_and_links_to_its_citation(self, chromium, provider_report):
+        dom = DOM(chromium(provider_report.as_uri(), "--dump-dom"))
+        ids = dom.ids()
+        marked = {
+            m.within("section").attrs["id"]: (m.classes, m.text, ids[m.attrs["href"][1:]])
+            for m in dom.find("a", "pcite")
+        }
+        assert ["row-1", "row-2"] == sorted(marked)
+        ok, ok_text, ok_note = marked["row-1"]  # a section's id names its input line
+        failed, failed_text, failed_note = marked["row-2"]
+        assert "bad" in failed
+        assert "ok" in ok
+        assert failed_text == ok_text == "it is powdered green tea."
+        assert ok_note.text.startswith("provider citation 1: verified")
+        assert failed_note.text.startswith("provider citation 1: unknown_document")
+
+    def test_overlapping_spans_split_the_text_once(self):
+        """Text under two citations is marked failed unless both verified."""
+        from citemark._check import page
+
+        spans = [(1, 5, 1, True), (3, 7, 2, False)]
+        pieces = page._plain("abcdefgh", 0, 8, spans)
+        assert ["a", [4, 1, "bc", 1], [4, 1, "de", 0], [4, 2, "fg", 0], "h"] == pieces
+        assert "abcdefgh" == "".join(p if isinstance(p, str) else p[2] for p in pieces)
+        assert ["bcd"] == [
+            p[2] for p in page._plain("abcd", 1, 4, spans[:1]) if isinstance(p, list)
+        ]

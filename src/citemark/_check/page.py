@@ -19,7 +19,9 @@ A row is a JSON array: ``[line, id, outcome, question, answer, explanation, code
 issues, sources, notes, source_title, more, group]``. ``outcome`` indexes `OUTCOMES`;
 ``answer`` is a list of plain strings and ``[kind, target, text]`` markers (kind 0
 resolved, target the source's number; 1 fabricated and 2 ambiguous, target the
-issue's number; 3 ignored, target the explanation); ``sources`` is flat triples
+issue's number; 3 ignored, target the explanation), and ``[4, k, text, ok]`` for
+text that provider citation ``k`` covers (``ok`` 1 when it verified, else 0; the
+row's note on that citation is its link target); ``sources`` is flat triples
 ``number, description, text`` (a cited source's number written as ``~number``, that is
 ``-number - 1``, so that a cited source 0 is told from an uncited one); ``notes`` is
 flat pairs ``class, text``; ``group`` is the row's ``--group-by`` group (the name the
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import itertools
 import json
 from typing import TYPE_CHECKING, Final
 
@@ -161,11 +164,12 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
     cited: set[int] = set()
     cursor = 0
     limit = min(len(answer), _MAX_ANSWER_CHARS)
+    spans = _provider_spans(findings, limit)
     for piece in _pieces(answer, sources, findings):
         if piece.start < cursor or piece.end > limit:
             continue
         if piece.start > cursor:
-            pieces.append(_t(answer[cursor : piece.start]))
+            pieces.extend(_plain(answer, cursor, piece.start, spans))
         text = _t(answer[piece.start : piece.end])
         k = numbers.get(piece.label)
         if k is None and piece.label.isdigit():
@@ -182,7 +186,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
             pieces.append([3, table.ref(_IGNORED_WHY.get(piece.why or "", "not a citation")), text])
         cursor = piece.end
     if limit > cursor:
-        pieces.append(_t(answer[cursor:limit]))
+        pieces.extend(_plain(answer, cursor, limit, spans))
     notes = _notes(findings, len(answer), limit) + _provider_notes(findings, answer)
     shown: list[JsonValue] = []
     others = hidden = 0
@@ -220,6 +224,47 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         [table.ref(text) for text in more],
         None if group is None else table.ref(group),
     ]
+
+
+def _provider_spans(findings: ScoreFindings, limit: int) -> list[tuple[int, int, int, bool]]:
+    """The answer text each listed provider citation covers: ``(start, end, k, ok)``.
+
+    Only the citations the row lists (the first `MAX_PROVIDER_CITATIONS`) with a
+    converted response span are highlighted, clipped to the shown part of the answer.
+    """
+    spans = []
+    for k, v in enumerate(findings.provider_citations[:MAX_PROVIDER_CITATIONS], start=1):
+        at = v.citation.response_span
+        if at is None or at.start is None or at.end is None:
+            continue
+        start, end = max(at.start, 0), min(at.end, limit)
+        if start < end:
+            spans.append((start, end, k, v.ok))
+    return spans
+
+
+def _plain(
+    answer: str, start: int, end: int, spans: Sequence[tuple[int, int, int, bool]]
+) -> list[JsonValue]:
+    """``answer[start:end]`` as the page's pieces, provider-covered text marked.
+
+    Plain text is a string; text that provider citation ``k`` covers is
+    ``[4, k, text, ok]`` (the first of several that overlap; ``ok`` is 1 only when
+    every covering citation verified).
+    """
+    inside = [span for span in spans if span[0] < end and span[1] > start]
+    if not inside:
+        return [_t(answer[start:end])]
+    cuts = sorted({start, end}.union(*((max(a, start), min(b, end)) for a, b, _, _ in inside)))
+    out: list[JsonValue] = []
+    for left, right in itertools.pairwise(cuts):
+        covering = [span for span in inside if span[0] <= left and span[1] >= right]
+        text = _t(answer[left:right])
+        if covering:
+            out.append([4, covering[0][2], text, int(all(span[3] for span in covering))])
+        else:
+            out.append(text)
+    return out
 
 
 def _notes(findings: ScoreFindings, length: int, limit: int) -> list[tuple[str, str]]:

@@ -50,7 +50,11 @@
         return;
       }
       var kind = KINDS[piece[0]], marker;
-      if (kind === 'ignored') {
+      if (piece[0] === 4) {
+        marker = el('a', 'pcite ' + (piece[3] ? 'ok' : 'bad'), piece[2]);
+        marker.href = '#' + prefix + '-pc-' + piece[1];
+        marker.title = 'provider citation ' + piece[1] + (piece[3] ? ': verified' : ': failed');
+      } else if (kind === 'ignored') {
         marker = el('span', 'marker ignored', piece[2]);
         marker.title = texts[piece[1]];
       } else {
@@ -63,8 +67,13 @@
     });
     left.appendChild(answer);
     left.appendChild(el('p', 'explanation', texts[r[5]]));
-    for (var n = 0; n < r[9].length; n += 2) {
-      left.appendChild(el('p', texts[r[9][n]], texts[r[9][n + 1]]));
+    for (var n = 0, pc = 0; n < r[9].length; n += 2) {
+      var note = el('p', texts[r[9][n]], texts[r[9][n + 1]]);
+      if (texts[r[9][n]].indexOf('provider-citation') === 0) {
+        pc += 1;
+        note.id = prefix + '-pc-' + pc;
+      }
+      left.appendChild(note);
     }
     if (r[7].length) {
       var issues = el('ul', 'issues');
