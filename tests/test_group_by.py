@@ -67,7 +67,7 @@ def test_counts_are_broken_down_by_group(tmp_path, capsys):
     assert "by model" in printed
     assert "llama" in printed
     assert '<section class="groups"><h2>By model</h2>' in page
-    assert "<td>llama</td><td>4</td>" in page
+    assert '<td><a href="#group=llama">llama</a></td><td>4</td>' in page
 
 
 def test_identical_failures_are_one_cause(tmp_path, capsys):

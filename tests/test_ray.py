@@ -41,7 +41,12 @@ def lines() -> list[str]:
         label = "doc-9" if number % 7 == 0 else "doc-1"
         rows.append(
             json.dumps(
-                {"id": f"q{number}", "answer": f"Fee {number} [{label}].", "context": CONTEXT}
+                {
+                    "id": f"q{number}",
+                    "model": f"m{number % 3}",
+                    "answer": f"Fee {number} [{label}].",
+                    "context": CONTEXT,
+                }
             )
         )
         if number % 40 == 0:
@@ -100,12 +105,16 @@ def test_split_concurrency_never_exceeds_the_global_bound():
 
 
 def test_local_and_ray_give_identical_records_and_summaries(cluster, tmp_path):
-    """Same input: rows.jsonl byte-identical, summaries equal, judge calls identical on replay."""
+    """Same input: rows.jsonl byte-identical, summaries (groups included) equal."""
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join(lines()) + "\n", encoding="utf-8")
-    local = run_check(runs, tmp_path / "local", CitationScorer(min_sentence_coverage=0.5))
+    scorer = CitationScorer(min_sentence_coverage=0.5)
+    local = run_check(runs, tmp_path / "local", scorer, group_by="model")
     spec = ScorerSpec(min_sentence_coverage=0.5)
-    remote = run_ray_check(runs, tmp_path / "ray", spec, workers=2, concurrency=4, shard_bytes=300)
+    remote = run_ray_check(
+        runs, tmp_path / "ray", spec, workers=2, concurrency=4, shard_bytes=300, group_by="model"
+    )
+    assert ["m0", "m1", "m2"] == list(remote.summary.groups)
     # Each run's lines end with its own run id; the records are otherwise the same bytes.
     assert local.report.run_id != remote.report.run_id
     for folder in ("local", "ray"):  # each a whole set of one run, no temporary left

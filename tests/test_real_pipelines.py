@@ -105,7 +105,10 @@ class TestIndexBase:
         assert score.outcome == "failed"
         assert score.findings.possible_zero_based_numbering is True
         assert "numbered from 0" in score.explanation
-        ok = CitationScorer(index_base=0).score_sync(ZERO_BASED_ANSWER, PASSAGES)
+        zero = CitationScorer(index_base=0)
+        # The base is an attribute, as every other setting of the scorer is.
+        assert (zero.index_base, CitationScorer().index_base) == (0, 1)
+        ok = zero.score_sync(ZERO_BASED_ANSWER, PASSAGES)
         assert ok.findings.fabricated_citations == ()
         assert ok.findings.possible_zero_based_numbering is False
         # A genuinely fabricated [9] is not excused as a numbering mismatch.

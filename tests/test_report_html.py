@@ -331,3 +331,166 @@ class TestInChromium:
         data = shot.read_bytes()
         assert b"\x89PNG\r\n\x1a\n" == data[:8]
         assert len(data) > 20_000
+
+
+ZERO_BASED = {
+    "id": "zero",
+    "index_base": 0,
+    "answer": "Fees are due monthly [0]. Refunds take a week [1].",
+    "sources": [
+        {"text": "Fees are due monthly.", "doc_id": "fees"},
+        {"text": "Refunds take a week.", "doc_id": "refunds"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def zero_based_report(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("zero")
+    runs = folder / "runs.jsonl"
+    runs.write_text(json.dumps(ZERO_BASED) + "\n", encoding="utf-8")
+    return check(runs, folder / "out")
+
+
+class TestZeroBasedRows:
+    """A row numbered from 0 is shown numbered from 0 (issue 12, item 1)."""
+
+    def test_markers_link_to_the_source_they_name(self, chromium, zero_based_report):
+        dom = DOM(chromium(zero_based_report.as_uri(), "--dump-dom"))
+        ids = dom.ids()
+        links = {m.text: ids[m.attrs["href"][1:]] for m in dom.find("a", "resolved")}
+        assert ["[0]", "[1]"] == sorted(links)
+        assert "row-1-src-0" == links["[0]"].attrs["id"]
+        assert "fees" in links["[0]"].text
+        assert "refunds" in links["[1]"].text
+        assert {"source", "cited"} <= links["[0]"].classes
+
+    def test_naive_numbering_misplaces_them(self):
+        """Numbering the shown sources from 1 whatever the row's base, as the page did,
+        leaves [0] unlinked and links [1] to the first source."""
+        from citemark import CitationScorer, Source
+        from citemark._check import page
+
+        sources = [Source(**s) for s in ZERO_BASED["sources"]]  # type: ignore[arg-type]
+        scorer = CitationScorer()
+        score = scorer.score_sync(str(ZERO_BASED["answer"]), sources, index_base=0)
+
+        def resolved(findings_base: int | None) -> list[tuple[int, str]]:
+            findings = score.findings.model_copy(update={"index_base": findings_base})
+            table = page.TextTable()
+            record = page.row_record(
+                line=1,
+                row_id="zero",
+                question="",
+                answer=str(ZERO_BASED["answer"]),
+                sources=sources,
+                score=score.model_copy(update={"findings": findings}),
+                label_pattern=scorer.label_pattern,
+                citation_pattern=scorer.citation_pattern,
+                table=table,
+            )
+            pieces = record[4]
+            assert isinstance(pieces, list)
+            return [(p[1], p[2]) for p in pieces if isinstance(p, list) and p[0] == 0]
+
+        assert [(0, "[0]"), (1, "[1]")] == resolved(0)
+        assert [(1, "[1]")] == resolved(None)
+
+
+def grouped_rows() -> list[dict[str, object]]:
+    source = [{"text": "Fees are due monthly.", "doc_id": "fees"}]
+    return [
+        {"id": "a1", "model": "gpt-4o", "answer": "Fees are monthly [1].", "sources": source},
+        {"id": "a2", "model": "gpt-4o", "answer": "Fees are monthly [7].", "sources": source},
+        {"id": "b1", "model": "llama & co", "answer": "Fees are monthly [1].", "sources": source},
+    ]
+
+
+@pytest.fixture(scope="module")
+def grouped_report(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("grouped")
+    runs = folder / "runs.jsonl"
+    runs.write_text("".join(json.dumps(r) + "\n" for r in grouped_rows()), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
+    command = [sys.executable, "-m", "citemark", "check", str(runs), "--out", str(folder)]
+    done = subprocess.run(
+        [*command, "--group-by", "model"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert 0 == done.returncode, done.stderr
+    return folder / "report.html"
+
+
+class TestGroupFilter:
+    """With --group-by the page shows one group's rows on request (issue 12, item 5)."""
+
+    @staticmethod
+    def shown(dom: DOM) -> list[str]:
+        return [e.text for e in dom.find("span", "rid")]
+
+    def test_every_group_is_shown_by_default(self, chromium, grouped_report):
+        dom = DOM(chromium(grouped_report.as_uri(), "--dump-dom"))
+        assert ["a2", "a1", "b1"] == self.shown(dom)
+        menu = [e.attrs.get("value") for e in dom.find("option")]
+        assert ["", "gpt-4o", "llama & co"] == menu
+
+    def test_a_group_from_the_fragment(self, chromium, grouped_report):
+        dom = DOM(chromium(grouped_report.as_uri() + "#group=llama%20%26%20co", "--dump-dom"))
+        assert ["b1"] == self.shown(dom)
+
+    def test_group_and_outcome_together(self, chromium, grouped_report):
+        url = grouped_report.as_uri() + "#show=failed&group=gpt-4o"
+        dom = DOM(chromium(url, "--dump-dom"))
+        assert ["a2"] == self.shown(dom)
+
+    def test_the_groups_table_links_to_each_group(self, grouped_report):
+        page = grouped_report.read_text(encoding="utf-8")
+        assert 'href="#group=llama%20%26%20co"' in page
+        assert 'href="#group=gpt-4o"' in page
+
+
+@pytest.fixture(scope="module")
+def provider_report(tmp_path_factory) -> Path:
+    from test_cli_check_providers import anthropic_row
+
+    folder = tmp_path_factory.mktemp("provider")
+    runs = folder / "runs.jsonl"
+    rows = [anthropic_row("a-ok"), anthropic_row("a-unsent", index=1)]
+    runs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return check(runs, folder / "out")
+
+
+class TestProviderSpans:
+    """The answer text a provider citation covers is marked in the answer (issue 14)."""
+
+    def test_each_cited_span_is_marked_and_links_to_its_citation(self, chromium, provider_report):
+        dom = DOM(chromium(provider_report.as_uri(), "--dump-dom"))
+        ids = dom.ids()
+        marked = {
+            m.within("section").attrs["id"]: (m.classes, m.text, ids[m.attrs["href"][1:]])
+            for m in dom.find("a", "pcite")
+        }
+        assert ["row-1", "row-2"] == sorted(marked)
+        ok, ok_text, ok_note = marked["row-1"]  # a section's id names its input line
+        failed, failed_text, failed_note = marked["row-2"]
+        assert "bad" in failed
+        assert "ok" in ok
+        assert failed_text == ok_text == "it is powdered green tea."
+        assert ok_note.text.startswith("provider citation 1: verified")
+        assert failed_note.text.startswith("provider citation 1: unknown_document")
+
+    def test_overlapping_spans_split_the_text_once(self):
+        """Text under two citations is marked failed unless both verified."""
+        from citemark._check import page
+
+        spans = [(1, 5, 1, True), (3, 7, 2, False)]
+        pieces = page._plain("abcdefgh", 0, 8, spans)
+        assert ["a", [4, 1, "bc", 1], [4, 1, "de", 0], [4, 2, "fg", 0], "h"] == pieces
+        assert "abcdefgh" == "".join(p if isinstance(p, str) else p[2] for p in pieces)
+        assert ["bcd"] == [
+            p[2] for p in page._plain("abcd", 1, 4, spans[:1]) if isinstance(p, list)
+        ]

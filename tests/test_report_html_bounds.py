@@ -15,6 +15,7 @@ from fake_openai import run_cli
 
 from citemark import CitationScorer, Source
 from citemark._check import html as page_module
+from citemark._check import page
 
 SOURCES = 2_000
 ROWS = 40
@@ -44,14 +45,14 @@ def test_page_size_is_bounded_per_row(checked):
 
     assert per_row < 20_000
     # The rows are the page's data (issue 12): each row lists its sources as flat
-    # (number, description, text) triples, a cited one's number negated.
+    # (number, description, text) triples, a cited one's number bit-inverted.
     data = json.loads(page.split('id="data">', 1)[1].split("</script>", 1)[0])
     rows = data["rows"]
     assert ROWS == len(rows)
     for record in rows:
         assert page_module.MAX_UNCITED_SOURCES + 2 == len(record[8]) // 3
         # Both cited sources, [1] and [1500], are shown and are link targets.
-        assert [-1, -1500] == [k for k in record[8][::3] if k < 0]
+        assert [1, 1500] == [~k for k in record[8][::3] if k < 0]
         more = [data["texts"][i] for i in record[11]]
         assert [f"and {SOURCES - 2 - page_module.MAX_UNCITED_SOURCES} more not shown"] == more
 
@@ -71,21 +72,22 @@ def test_naive_page_grows_with_the_sources(monkeypatch):
     score = scorer.score_sync(answer, sources)
 
     def rendered() -> int:
-        return len(
-            page_module.render_row(
-                line=1,
-                row_id="r",
-                question="",
-                answer=answer,
-                sources=sources,
-                score=score,
-                label_pattern=scorer.label_pattern,
-                citation_pattern=scorer.citation_pattern,
-            ).encode()
+        table = page.TextTable()
+        record = page.row_record(
+            line=1,
+            row_id="r",
+            question="",
+            answer=answer,
+            sources=sources,
+            score=score,
+            label_pattern=scorer.label_pattern,
+            citation_pattern=scorer.citation_pattern,
+            table=table,
         )
+        return len(json.dumps([record, table.texts]).encode())
 
     bounded = rendered()
-    monkeypatch.setattr(page_module, "MAX_UNCITED_SOURCES", 10**9)
+    monkeypatch.setattr(page, "MAX_UNCITED_SOURCES", 10**9)
     naive = rendered()
     assert bounded < 20_000
     assert naive > 20_000

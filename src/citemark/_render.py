@@ -113,13 +113,20 @@ def render_prompt(
     question: str,
     sources: Sequence[Source],
     template: str = DEFAULT_SYNTHESIS_PROMPT,
+    *,
+    index_base: int = DEFAULT_INDEX_BASE,
 ) -> str:
     """Fill a synthesis template with ``question`` and the rendered ``sources``.
 
     The question is sanitized and indented like source content, so it cannot forge a
-    source header either.
+    source header either. The sources are numbered from ``index_base`` (see
+    `render_sources`).
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1.
     """
-    return template.format(question=indent_block(question), sources=render_sources(sources))
+    rendered = render_sources(sources, index_base=index_base)
+    return template.format(question=indent_block(question), sources=rendered)
 
 
 def recover_numbering(prompt: str, texts: Sequence[str]) -> list[int | None]:

@@ -2,9 +2,11 @@
 
 The marker group the model writes (`GROUP_PATTERN`), the default labelled-context
 syntax the scorer reads (`DEFAULT_LABEL_PATTERN`, `DEFAULT_CITATION_PATTERN`), the
-numbering base, and the sentences citemark's own prompts use to ask for that syntax
-(`CITE_RULE`, `citing_rules`). Adapters and user prompts that ask for citations take
-their words from here, so every prompt names the syntax the parser reads.
+numbering base (`DEFAULT_INDEX_BASE`, `INDEX_BASES`, and `check_index_base`, the one
+validator every ``index_base`` argument goes through), and the sentences citemark's
+own prompts use to ask for that syntax (`CITE_RULE`, `citing_rules`). Adapters and
+user prompts that ask for citations take their words from here, so every prompt names
+the syntax the parser reads.
 
 Example:
     ```python
@@ -27,8 +29,10 @@ from citemark._syntax import (
     DEFAULT_INDEX_BASE,
     DEFAULT_LABEL_PATTERN,
     GROUP_PATTERN,
+    INDEX_BASES,
     INT_PATTERN,
     PLACEHOLDER,
+    check_index_base,
     citing_rules,
     no_invention_rule,
     source_header,
@@ -41,8 +45,10 @@ __all__ = [
     "DEFAULT_INDEX_BASE",
     "DEFAULT_LABEL_PATTERN",
     "GROUP_PATTERN",
+    "INDEX_BASES",
     "INT_PATTERN",
     "PLACEHOLDER",
+    "check_index_base",
     "citing_rules",
     "no_invention_rule",
     "source_header",

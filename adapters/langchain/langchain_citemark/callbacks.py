@@ -27,6 +27,7 @@ from citemark import (
     resolve,
 )
 from citemark.evaluation import explain
+from citemark.syntax import check_index_base
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -119,9 +120,22 @@ class CitationCallbackHandler(BaseCallbackHandler):
     raise_error: bool = False
     run_inline: bool = True
 
-    def __init__(self, *, answer_key: str = "answer") -> None:
-        """Create a handler; ``answer_key`` names the answer in dict outputs."""
+    def __init__(self, *, answer_key: str = "answer", index_base: int = 1) -> None:
+        """Create a handler.
+
+        Args:
+            answer_key: Where the answer is in dict outputs.
+            index_base: The number the chain's prompt gives its first document: 1 (the
+                default), or 0 for a chain that numbers from 0 (``format_documents(docs,
+                index_base=0)``). The prompt's numbering must then read ``0..N-1`` and
+                the answer is resolved from 0; a prompt numbered from the other base
+                leaves the run ``unassessed`` with ``numbering_unknown``.
+
+        Raises:
+            ValueError: ``index_base`` is not 0 or 1 (a bool is refused too).
+        """
         super().__init__()
+        self.index_base = check_index_base(index_base)
         self.answer_key = answer_key
         self.reports: list[CitationReport] = []
         """One report per finished top-level run, in finishing order."""
@@ -275,11 +289,12 @@ class CitationCallbackHandler(BaseCallbackHandler):
             return unassessed("empty_context")
         texts = [d.page_content for d in run.documents]
         numbers = recover_numbering(run.prompt, texts) if run.prompt else []
-        if sorted(n for n in numbers if n is not None) != list(range(1, len(texts) + 1)):
+        expected = list(range(self.index_base, len(texts) + self.index_base))
+        if sorted(n for n in numbers if n is not None) != expected:
             return unassessed("numbering_unknown")
-        ordered = [run.documents[numbers.index(n)] for n in range(1, len(texts) + 1)]
+        ordered = [run.documents[numbers.index(n)] for n in expected]
         try:
-            resolved = resolve(answer, documents_to_sources(ordered))
+            resolved = resolve(answer, documents_to_sources(ordered), index_base=self.index_base)
         except MarkerOutOfRangeError as exc:
             return CitationReport(
                 run_id=str(run_id),

@@ -37,6 +37,9 @@ def documents_to_sources(
 ) -> list[Source]:
     """Convert documents to sources, in order; ``[n]`` will name ``documents[n - 1]``.
 
+    (``documents[n]`` when the chain numbers from 0: the base is the renderer's and
+    the resolver's, never the list's.)
+
     Args:
         documents: The retrieved documents.
         reader: Optional reader of whole documents by ``metadata["source"]``, used
@@ -69,8 +72,17 @@ def documents_to_sources(
     return sources
 
 
-def format_documents(documents: Sequence[Document]) -> str:
+def format_documents(documents: Sequence[Document], *, index_base: int = 1) -> str:
     r"""Render documents as the numbered, sanitized list the model sees.
+
+    Args:
+        documents: The documents, in the order they are numbered.
+        index_base: The number of the first document: 1 (the default), or 0 for a
+            chain that numbers from 0. Resolve the answer with the same base
+            (``CitationOutputParser(index_base=0)``).
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1.
 
     Example:
         ```python
@@ -85,7 +97,7 @@ def format_documents(documents: Sequence[Document]) -> str:
         #> [2] Keep notices.
         ```
     """
-    return render_sources(documents_to_sources(documents))
+    return render_sources(documents_to_sources(documents), index_base=index_base)
 
 
 def _span(start_index: object, text: str) -> tuple[int, int] | None:

@@ -33,6 +33,7 @@ def make_citation_evaluator(
     *,
     answer_keys: tuple[str, ...] = ("answer", "output"),
     documents_keys: tuple[str, ...] = ("documents", "context", "source_documents"),
+    index_base: int = 1,
 ) -> Callable[[Any, Any], dict[str, Any]]:
     """Build a ``(run, example) -> dict`` evaluator.
 
@@ -46,6 +47,11 @@ def make_citation_evaluator(
             band and explanation are reported in ``comment`` only.
         answer_keys: Where to look for the answer.
         documents_keys: Where to look for the documents.
+        index_base: The number the run's prompt gave its first document: 1 (the
+            default), or 0 for a pipeline that numbers from 0.
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1 (raised here, not per run).
 
     Example:
         ```python
@@ -63,7 +69,7 @@ def make_citation_evaluator(
         #> Failed: the response cites a marker outside the 1 source it was given: 2.
         ```
     """
-    scorer = CitationScorer(judge)
+    scorer = CitationScorer(judge, index_base=index_base)
 
     def evaluate(run: Any, example: Any) -> dict[str, Any]:
         outputs = _mapping(getattr(run, "outputs", None))

@@ -23,6 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from citemark import CitationScorer, CitedAnswer, Source
+from citemark.syntax import check_index_base
 from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
 
@@ -55,6 +56,7 @@ def citation_feedback(
     question: str = "",
     *,
     judge: ChatModel | None = None,
+    index_base: int = 1,
 ) -> list[dict[str, Any]]:
     """Check ``answer``'s citations and return LangSmith feedback dicts.
 
@@ -66,11 +68,16 @@ def citation_feedback(
         sources: What the answer cites as ``[n]``: ``Document``s or `citemark.Source`s.
         question: The question, shown to the judge.
         judge: Optional `citemark.ChatModel` for the advisory opinion.
+        index_base: The number of the first source: 1 (the default), or 0 when the
+            prompt numbered them from 0 (``[0]`` then names ``sources[0]``).
 
     Returns:
         ``[citations_valid]`` or, with a judge, ``[citations_valid,
         citations_judge_advisory]``; each a dict for ``log_feedback(**item)`` or an
         evaluator's ``{"results": [...]}``.
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1.
 
     Example:
         ```python
@@ -85,7 +92,7 @@ def citation_feedback(
         #> marker [5] is outside 1..2 (1 of 2 citations fabricated)
         ```
     """
-    scorer = CitationScorer(judge)
+    scorer = CitationScorer(judge, index_base=index_base)
     numbered = _sources(sources)
 
     def score() -> CitationScore:
@@ -98,7 +105,7 @@ def citation_feedback(
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             graded = pool.submit(score).result()
-    return _feedback(scorer, graded, len(numbered))
+    return _feedback(scorer, graded, len(numbered), index_base)
 
 
 async def acitation_feedback(
@@ -107,12 +114,13 @@ async def acitation_feedback(
     question: str = "",
     *,
     judge: ChatModel | None = None,
+    index_base: int = 1,
 ) -> list[dict[str, Any]]:
     """`citation_feedback`, awaited on the caller's event loop."""
-    scorer = CitationScorer(judge)
+    scorer = CitationScorer(judge, index_base=index_base)
     numbered = _sources(sources)
     graded = await scorer.score(answer, numbered, question)
-    return _feedback(scorer, graded, len(numbered))
+    return _feedback(scorer, graded, len(numbered), index_base)
 
 
 def citations_valid_evaluator(
@@ -120,6 +128,7 @@ def citations_valid_evaluator(
     *,
     answer_keys: tuple[str, ...] = _ANSWER_KEYS,
     documents_keys: tuple[str, ...] = _DOCUMENTS_KEYS,
+    index_base: int = 1,
 ) -> Callable[[Any, Any], dict[str, Any]]:
     """Build a ``(run, example)`` evaluator for ``langsmith.evaluate``.
 
@@ -135,17 +144,24 @@ def citations_valid_evaluator(
         judge: Optional `citemark.ChatModel`; adds the ``citations_judge_advisory`` result.
         answer_keys: Where to look for the answer.
         documents_keys: Where to look for the documents.
+        index_base: The number the run's prompt gave its first document: 1 (the
+            default), or 0 (see `citation_feedback`).
 
     Returns:
         An evaluator returning ``{"results": [...]}`` (see `citation_feedback`).
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1 (raised here, not per run).
     """
+    base = check_index_base(index_base)
 
     def evaluate(run: Any, example: Any) -> dict[str, Any]:
         found = _read_run(run, answer_keys, documents_keys)
         if isinstance(found, list):
             return {"results": found}
         answer, documents, question = found
-        return {"results": citation_feedback(answer, documents, question, judge=judge)}
+        feedback = citation_feedback(answer, documents, question, judge=judge, index_base=base)
+        return {"results": feedback}
 
     evaluate.__name__ = KEY
     return evaluate
@@ -156,21 +172,28 @@ def acitations_valid_evaluator(
     *,
     answer_keys: tuple[str, ...] = _ANSWER_KEYS,
     documents_keys: tuple[str, ...] = _DOCUMENTS_KEYS,
+    index_base: int = 1,
 ) -> Callable[[Any, Any], Awaitable[dict[str, Any]]]:
     """`citations_valid_evaluator` for ``langsmith.aevaluate``: the judge is awaited."""
+    base = check_index_base(index_base)
 
     async def evaluate(run: Any, example: Any) -> dict[str, Any]:
         found = _read_run(run, answer_keys, documents_keys)
         if isinstance(found, list):
             return {"results": found}
         answer, documents, question = found
-        return {"results": await acitation_feedback(answer, documents, question, judge=judge)}
+        feedback = await acitation_feedback(
+            answer, documents, question, judge=judge, index_base=base
+        )
+        return {"results": feedback}
 
     evaluate.__name__ = KEY
     return evaluate
 
 
-def _feedback(scorer: CitationScorer, graded: CitationScore, count: int) -> list[dict[str, Any]]:
+def _feedback(
+    scorer: CitationScorer, graded: CitationScore, count: int, base: int
+) -> list[dict[str, Any]]:
     findings = graded.findings
     passed = graded.deterministic_passed
     fabricated = [entry.label for entry in findings.fabricated_citations if entry.label.isdigit()]
@@ -181,7 +204,7 @@ def _feedback(scorer: CitationScorer, graded: CitationScore, count: int) -> list
         noun = "marker" if len(set(fabricated)) == 1 else "markers"
         verb = "is" if noun == "marker" else "are"
         comment = (
-            f"{noun} {shown} {verb} outside 1..{count} "
+            f"{noun} {shown} {verb} outside {base}..{count - 1 + base} "
             f"({len(fabricated)} of {total} citations fabricated)"
         )
     elif passed is False:

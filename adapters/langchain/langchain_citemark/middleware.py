@@ -1,7 +1,8 @@
 """Citation checks for agents built with ``langchain.agents.create_agent``.
 
 `CitationMiddleware` is one ``wrap_model_call`` hook. Before each model call it
-collects the agent's sources, numbers them ``1..N`` and shows the model that
+collects the agent's sources, numbers them ``1..N`` (``0..N-1`` with
+``index_base=0``) and shows the model that
 numbered list; after the call it resolves the reply's ``[n]`` markers against the
 same list. Sources come from the ``ToolMessage`` artifacts of retriever tools (a
 tool built with ``create_retriever_tool(..., response_format="content_and_artifact")``),
@@ -47,8 +48,10 @@ from citemark import (
     indent_block,
     otel,
     parse_markers,
+    render_sources,
     resolve,
 )
+from citemark.syntax import check_index_base, source_header
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -87,7 +90,8 @@ class AgentCitationReport(BaseModel):
     """How many numbered sources the model was shown for this reply."""
 
     out_of_range: tuple[int, ...] = ()
-    """The markers outside ``1..source_count``, distinct, in order of first mention."""
+    """The markers outside ``1..source_count`` (``0..source_count-1`` with
+    ``index_base=0``), distinct, in order of first mention."""
 
     citations: tuple[Citation, ...] = ()
     """The resolved citations, when the outcome is ``resolved``."""
@@ -125,6 +129,13 @@ class CitationMiddleware(AgentMiddleware):
         reader: Optional `citemark.DocumentReader` to recover offsets a splitter left
             out, as in `langchain_citemark.documents_to_sources`.
 
+        index_base: The number of the first source, 1 (the default) or 0: the model
+            is shown ``[0]`` first and its replies are resolved from 0 alike.
+
+    Raises:
+        ValueError: an argument is not one of its allowed values (``index_base``
+            anything but 0 or 1, a bool included).
+
     Example:
         ```python
         from langchain.agents import create_agent
@@ -145,7 +156,7 @@ class CitationMiddleware(AgentMiddleware):
         ```
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only options, each documented above
         self,
         *,
         tool_names: Sequence[str] | None = None,
@@ -153,8 +164,10 @@ class CitationMiddleware(AgentMiddleware):
         on_violation: Literal["error", "annotate"] = "error",
         check: Literal["each_turn", "final_answer"] = "each_turn",
         reader: DocumentReader | None = None,
+        index_base: int = 1,
     ) -> None:
         super().__init__()
+        self.index_base = check_index_base(index_base)
         if on_violation not in ("error", "annotate"):
             msg = "on_violation must be 'error' or 'annotate'"
             raise ValueError(msg)
@@ -181,7 +194,7 @@ class CitationMiddleware(AgentMiddleware):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Show the model numbered sources, call it once, and check its reply."""
         sources, shown = self._prepare(request)
-        with _guarded(self._guard(sources)):
+        with _guarded(self._guard(sources), self.index_base):
             response = handler(shown)
         return self._checked(response, sources)
 
@@ -192,7 +205,7 @@ class CitationMiddleware(AgentMiddleware):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Show the model numbered sources, call it once, and check its reply."""
         sources, shown = self._prepare(request)
-        with _guarded(self._guard(sources)):
+        with _guarded(self._guard(sources), self.index_base):
             response = await handler(shown)
         return self._checked(response, sources)
 
@@ -204,7 +217,7 @@ class CitationMiddleware(AgentMiddleware):
             sources = self._state_sources(request.state)
             if not sources:
                 return sources, request
-            listing = "Sources:\n\n" + _numbered(sources, 1)
+            listing = "Sources:\n\n" + render_sources(sources, index_base=self.index_base)
             system = request.system_message
             text = listing if system is None else f"{system.text}\n\n{listing}"
             return sources, request.override(system_message=SystemMessage(text))
@@ -216,7 +229,7 @@ class CitationMiddleware(AgentMiddleware):
             if documents is None:
                 messages.append(message)
                 continue
-            first = len(sources) + 1
+            first = len(sources) + self.index_base
             batch = documents_to_sources(documents, reader=self.reader)
             sources.extend(batch)
             content = _numbered(batch, first) if batch else "(no documents)"
@@ -277,17 +290,19 @@ class CitationMiddleware(AgentMiddleware):
                 continue
             if self.on_violation == "error" and not otel.is_enabled():
                 # The hot path: nothing to record, so resolving (or raising) is all.
-                _raise_if_out_of_range(message.text, sources)
+                _raise_if_out_of_range(message.text, sources, self.index_base)
                 result.append(message)
                 continue
-            report = _report(message, sources)
+            report = _report(message, sources, self.index_base)
             otel.emit_check(
                 passed=report.outcome != "out_of_range",
-                explanation=_facts(report),
+                explanation=_facts(report, self.index_base),
                 response_id=message.id,
             )
             if report.outcome == "out_of_range" and self.on_violation == "error":
-                raise MarkerOutOfRangeError(report.out_of_range[0], report.source_count)
+                raise MarkerOutOfRangeError(
+                    report.out_of_range[0], report.source_count, self.index_base
+                )
             if self.on_violation == "annotate":
                 dumped = report.model_dump(mode="json")
                 reports.append(dumped)
@@ -313,9 +328,9 @@ class _StreamGuard(BaseCallbackHandler):
     raise_error = True
     run_inline = True
 
-    def __init__(self, sources: list[Source]) -> None:
+    def __init__(self, sources: list[Source], index_base: int) -> None:
         super().__init__()
-        self._resolver = StreamingResolver(sources)
+        self._resolver = StreamingResolver(sources, index_base=index_base)
 
     def on_llm_new_token(
         self,
@@ -339,8 +354,9 @@ class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
     the stream's own handler forwards it, and no other run.
     """
 
-    def __init__(self, sources: list[Source] | None) -> None:
+    def __init__(self, sources: list[Source] | None, index_base: int) -> None:
         self._sources = sources
+        self._index_base = index_base
         self._token: Any = None
 
     def __enter__(self) -> None:
@@ -350,10 +366,11 @@ class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
         callbacks = config.get("callbacks")
         if isinstance(callbacks, BaseCallbackManager) and callbacks.handlers:
             manager = callbacks.copy()
-            manager.handlers = [_StreamGuard(self._sources), *manager.handlers]
+            guard = _StreamGuard(self._sources, self._index_base)
+            manager.handlers = [guard, *manager.handlers]
             patched: Any = manager
         elif isinstance(callbacks, list) and callbacks:
-            patched = [_StreamGuard(self._sources), *callbacks]
+            patched = [_StreamGuard(self._sources, self._index_base), *callbacks]
         else:
             # No handler at all: nothing can stream the reply (a chat model streams
             # only for a streaming handler or an explicit flag, and the stream's
@@ -366,21 +383,23 @@ class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
             var_child_runnable_config.reset(self._token)
 
 
-def _raise_if_out_of_range(text: str, sources: list[Source]) -> None:
-    """Raise `MarkerOutOfRangeError` for the reply's first marker outside ``1..N``."""
+def _raise_if_out_of_range(text: str, sources: list[Source], base: int) -> None:
+    """Raise `MarkerOutOfRangeError` for the reply's first marker outside ``base..N-1+base``."""
     if sources:
-        resolve(text, sources)
+        resolve(text, sources, index_base=base)
         return
     markers = parse_markers(text)
     if markers:
-        raise MarkerOutOfRangeError(markers[0].number, 0)
+        raise MarkerOutOfRangeError(markers[0].number, 0, base)
 
 
-def _report(message: AIMessage, sources: list[Source]) -> AgentCitationReport:
+def _report(message: AIMessage, sources: list[Source], base: int) -> AgentCitationReport:
     text = message.text
     count = len(sources)
     final = not message.tool_calls
-    bad = tuple(dict.fromkeys(o.number for o in parse_markers(text) if not 0 < o.number <= count))
+    bad = tuple(
+        dict.fromkeys(o.number for o in parse_markers(text) if not base <= o.number < count + base)
+    )
     if bad:
         return AgentCitationReport(
             outcome="out_of_range",
@@ -389,7 +408,7 @@ def _report(message: AIMessage, sources: list[Source]) -> AgentCitationReport:
             final=final,
             message_id=message.id,
         )
-    citations = resolve(text, sources).citations if count else ()
+    citations = resolve(text, sources, index_base=base).citations if count else ()
     return AgentCitationReport(
         outcome="resolved" if citations else "abstained",
         source_count=count,
@@ -399,19 +418,24 @@ def _report(message: AIMessage, sources: list[Source]) -> AgentCitationReport:
     )
 
 
-def _facts(report: AgentCitationReport) -> str:
+def _facts(report: AgentCitationReport, base: int) -> str:
     if report.outcome == "out_of_range":
+        last = report.source_count - 1 + base
         return (
-            f"{len(report.out_of_range)} marker(s) outside 1..{report.source_count}; "
+            f"{len(report.out_of_range)} marker(s) outside {base}..{last}; "
             f"first [{report.out_of_range[0]}]"
         )
     return f"{len(report.citations)} source(s) cited of {report.source_count}"
 
 
 def _numbered(sources: Sequence[Source], first: int) -> str:
-    """Render sources as `citemark.render_sources` does, numbered from ``first``."""
+    """Render sources as `citemark.render_sources` does, numbered from ``first``.
+
+    ``first`` continues the numbering across tool results (the index base, plus the
+    sources earlier results brought), which `render_sources` cannot start from.
+    """
     return "\n\n".join(
-        f"[{number}] {indent_block(source.text)}"
+        f"{source_header(number)} {indent_block(source.text)}"
         for number, source in enumerate(sources, start=first)
     )
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.output_parsers import BaseOutputParser
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 
 from citemark import CitedAnswer, StreamingResolver, resolve
-from citemark.syntax import citing_rules
+from citemark.syntax import check_index_base, citing_rules
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -85,6 +85,11 @@ class CitationOutputParser(BaseOutputParser[CitedAnswer]):
 
     strict: bool = False
     """Reject citation-like text that is not a marker (`citemark.UnrecognizedCitationError`)."""
+
+    @field_validator("index_base", mode="before")
+    @classmethod
+    def _check_index_base(cls, value: object) -> int:
+        return check_index_base(value)
 
     @property
     def _type(self) -> str:

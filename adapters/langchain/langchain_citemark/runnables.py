@@ -15,7 +15,7 @@ from langchain_core.documents import Document  # noqa: TC002 - CitedAnswerInput 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 from typing_extensions import TypedDict  # pydantic needs it for schemas on 3.11
 
 from citemark import (
@@ -28,6 +28,7 @@ from citemark import (
     render_prompt,
     resolve,
 )
+from citemark.syntax import check_index_base
 from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
 
@@ -96,6 +97,16 @@ class CitedAnswerChain(RunnableSerializable[CitedAnswerInput, CitedAnswer]):
     documents_key: str = "documents"
     """The input key holding the documents."""
 
+    index_base: int = 1
+    """The number of the first document: 1 (the default), or 0 for a pipeline that
+    numbers from 0. The prompt is rendered and the answer resolved with this one base,
+    so ``[0]`` is then the first document and ``[N]`` is out of range."""
+
+    @field_validator("index_base", mode="before")
+    @classmethod
+    def _check_index_base(cls, value: object) -> int:
+        return check_index_base(value)
+
     def invoke(
         self, input: CitedAnswerInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> CitedAnswer:
@@ -159,7 +170,8 @@ class CitedAnswerChain(RunnableSerializable[CitedAnswerInput, CitedAnswer]):
         if is_blank(question):
             msg = "the question is blank: there is nothing to answer"
             raise SynthesisError(msg)
-        return render_prompt(question, sources, self.prompt_template), sources
+        prompt = render_prompt(question, sources, self.prompt_template, index_base=self.index_base)
+        return prompt, sources
 
     def _invoke(
         self,
@@ -169,7 +181,7 @@ class CitedAnswerChain(RunnableSerializable[CitedAnswerInput, CitedAnswer]):
     ) -> CitedAnswer:
         prompt, sources = self._prepare(input)
         child = patch_config(config, callbacks=run_manager.get_child())
-        return resolve(_text(self.llm.invoke(prompt, child)), sources)
+        return resolve(_text(self.llm.invoke(prompt, child)), sources, index_base=self.index_base)
 
     async def _ainvoke(
         self,
@@ -179,7 +191,8 @@ class CitedAnswerChain(RunnableSerializable[CitedAnswerInput, CitedAnswer]):
     ) -> CitedAnswer:
         prompt, sources = self._prepare(input)
         child = patch_config(config, callbacks=run_manager.get_child())
-        return resolve(_text(await self.llm.ainvoke(prompt, child)), sources)
+        answer = _text(await self.llm.ainvoke(prompt, child))
+        return resolve(answer, sources, index_base=self.index_base)
 
     def _stream(
         self,
@@ -189,7 +202,7 @@ class CitedAnswerChain(RunnableSerializable[CitedAnswerInput, CitedAnswer]):
     ) -> Iterator[str | CitedAnswer]:
         for input in inputs:
             prompt, sources = self._prepare(input)
-            resolver = StreamingResolver(sources)
+            resolver = StreamingResolver(sources, index_base=self.index_base)
             child = patch_config(config, callbacks=run_manager.get_child())
             for chunk in self.llm.stream(prompt, child):
                 delta = _text(chunk)
@@ -205,7 +218,7 @@ class CitedAnswerChain(RunnableSerializable[CitedAnswerInput, CitedAnswer]):
     ) -> AsyncIterator[str | CitedAnswer]:
         async for input in inputs:
             prompt, sources = self._prepare(input)
-            resolver = StreamingResolver(sources)
+            resolver = StreamingResolver(sources, index_base=self.index_base)
             child = patch_config(config, callbacks=run_manager.get_child())
             async for chunk in self.llm.astream(prompt, child):
                 delta = _text(chunk)
@@ -219,6 +232,7 @@ def create_cited_answer_chain(
     prompt_template: str = DEFAULT_SYNTHESIS_PROMPT,
     *,
     reader: DocumentReader | None = None,
+    index_base: int = 1,
 ) -> CitedAnswerChain:
     """Build a `CitedAnswerChain` around ``llm``.
 
@@ -228,8 +242,15 @@ def create_cited_answer_chain(
         reader: Optional `citemark.DocumentReader` (for example
             ``citemark.FileReader(root)``) used to recover offsets that a splitter
             left out, where the chunk occurs exactly once in its document.
+        index_base: The number of the first document, 1 (the default) or 0; the
+            prompt shows ``[0]`` first and the answer is resolved from 0 alike.
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1 (a bool is refused too).
     """
-    return CitedAnswerChain(llm=llm, prompt_template=prompt_template, reader=reader)
+    return CitedAnswerChain(
+        llm=llm, prompt_template=prompt_template, reader=reader, index_base=index_base
+    )
 
 
 def _text(output: object) -> str:

@@ -115,8 +115,9 @@ class TestConfiguration:
         with pytest.raises(ValidationError):
             CitationPostprocessor(reader="licenses/")
         postprocessor = CitationPostprocessor(reader=license_reader())
-        assert '{"text_splitter": null, "class_name": "CitationPostprocessor"}' == (
-            postprocessor.to_json()
+        assert (
+            '{"text_splitter": null, "index_base": 1, "class_name": "CitationPostprocessor"}'
+            == (postprocessor.to_json())
         )
 
     def test_async_path_with_a_reader(self):

@@ -16,24 +16,31 @@ can close the block. Without JavaScript the header and counts are shown, and a n
 says the rows need the script (``rows.jsonl`` holds every row in full).
 
 A row is a JSON array: ``[line, id, outcome, question, answer, explanation, codes,
-issues, sources, notes, source_title, more]``. ``outcome`` indexes `OUTCOMES`;
+issues, sources, notes, source_title, more, group]``. ``outcome`` indexes `OUTCOMES`;
 ``answer`` is a list of plain strings and ``[kind, target, text]`` markers (kind 0
 resolved, target the source's number; 1 fabricated and 2 ambiguous, target the
-issue's number; 3 ignored, target the explanation); ``sources`` is flat triples
-``number, description, text`` (the number negated for a cited source); ``notes`` is
-flat pairs ``class, text``. Every other string (the question, the explanation, codes,
-descriptions, source texts) is an index into the text table, so a question asked of
-several pipelines is stored once too.
+issue's number; 3 ignored, target the explanation), and ``[4, k, text, ok]`` for
+text that provider citation ``k`` covers (``ok`` 1 when it verified, else 0; the
+row's note on that citation is its link target); ``sources`` is flat triples
+``number, description, text`` (a cited source's number written as ``~number``, that is
+``-number - 1``, so that a cited source 0 is told from an uncited one); ``notes`` is
+flat pairs ``class, text``; ``group`` is the row's ``--group-by`` group (the name the
+summary counts it under), or null without ``--group-by``. Every other string (the
+question, the explanation, codes, descriptions, source texts, the group) is an index
+into the text table, so a question asked of several pipelines is stored once too.
+With ``--group-by``, a menu beside the outcome filters shows one group's rows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import itertools
 import json
 from typing import TYPE_CHECKING, Final
 
 from citemark._artifacts import write_report_atomically
+from citemark._check.groups import GroupTally
 from citemark._check.html import (
     _IGNORED_WHY,
     _MAX_ANSWER_CHARS,
@@ -41,6 +48,7 @@ from citemark._check.html import (
     _MAX_SOURCE_CHARS,
     _STYLE,
     HTML_NAME,
+    MAX_PROVIDER_CITATIONS,
     MAX_UNCITED_SOURCES,
     OUTCOMES,
     _causes_html,
@@ -52,8 +60,8 @@ from citemark._check.html import (
     _judge_calls,
     _pieces,
     _tier,
+    provider_summary_html,
 )
-from citemark._check.provider_html import MAX_PROVIDER_CITATIONS, provider_summary_html
 from citemark._reasons import REASONS
 from citemark._runs import CheckRow
 from citemark._scorer.labels import classify_labelled
@@ -115,6 +123,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
     label_pattern: re.Pattern[str],
     citation_pattern: re.Pattern[str],
     table: TextTable,
+    group: str | None = None,
 ) -> list[JsonValue]:
     """One scored row as the page's data (see the module docstring for its shape)."""
     findings = score.findings
@@ -128,8 +137,11 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         numbers = {label: k for k, label in enumerate(found.blocks, start=1)}
         kind = "context blocks"
     else:
+        # A 0-based row (``--index-base 0`` or its own ``index_base``) shows its
+        # sources numbered from 0, as the answer cites them.
+        base = 1 if findings.index_base is None else findings.index_base
         entries = []
-        for number, source in enumerate(sources, start=1):
+        for number, source in enumerate(sources, start=base):
             if not source.text.strip():
                 continue
             where = [f"[{number}] {source.doc_id}"]
@@ -140,8 +152,10 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
             if source.uri is not None:
                 where.append(source.uri)
             entries.append((number, " \u00b7 ".join(where), source.text))
-        excluded = [(str(k), "empty") for k, s in enumerate(sources, start=1) if not s.text.strip()]
-        numbers = {str(k): k for k, s in enumerate(sources, start=1) if s.text.strip()}
+        excluded = [
+            (str(k), "empty") for k, s in enumerate(sources, start=base) if not s.text.strip()
+        ]
+        numbers = {str(k): k for k, s in enumerate(sources, start=base) if s.text.strip()}
         kind = "sources"
     given = len(numbers) + len(excluded)
     numbered = not isinstance(sources, str)
@@ -150,11 +164,12 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
     cited: set[int] = set()
     cursor = 0
     limit = min(len(answer), _MAX_ANSWER_CHARS)
+    spans = _provider_spans(findings, limit)
     for piece in _pieces(answer, sources, findings):
         if piece.start < cursor or piece.end > limit:
             continue
         if piece.start > cursor:
-            pieces.append(_t(answer[cursor : piece.start]))
+            pieces.extend(_plain(answer, cursor, piece.start, spans))
         text = _t(answer[piece.start : piece.end])
         k = numbers.get(piece.label)
         if k is None and piece.label.isdigit():
@@ -171,7 +186,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
             pieces.append([3, table.ref(_IGNORED_WHY.get(piece.why or "", "not a citation")), text])
         cursor = piece.end
     if limit > cursor:
-        pieces.append(_t(answer[cursor:limit]))
+        pieces.extend(_plain(answer, cursor, limit, spans))
     notes = _notes(findings, len(answer), limit) + _provider_notes(findings, answer)
     shown: list[JsonValue] = []
     others = hidden = 0
@@ -182,8 +197,8 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
                 hidden += 1
                 continue
         clipped = text if len(text) <= _MAX_SOURCE_CHARS else text[:_MAX_SOURCE_CHARS] + "\u2026"
-        # Flat triples; a cited source has its number negated.
-        shown.extend((-k if k in cited else k, table.ref(_t(meta)), table.ref(_t(clipped))))
+        # Flat triples; a cited source's number is bit-inverted (~0 is -1).
+        shown.extend((~k if k in cited else k, table.ref(_t(meta)), table.ref(_t(clipped))))
     more: list[str] = []
     if hidden:
         more.append(f"and {hidden} more not shown")
@@ -207,7 +222,49 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         [ref for cls, text in notes for ref in (table.ref(cls), table.ref(text))],
         table.ref(f"{len(entries)} {kind}, {len(cited)} cited"),
         [table.ref(text) for text in more],
+        None if group is None else table.ref(group),
     ]
+
+
+def _provider_spans(findings: ScoreFindings, limit: int) -> list[tuple[int, int, int, bool]]:
+    """The answer text each listed provider citation covers: ``(start, end, k, ok)``.
+
+    Only the citations the row lists (the first `MAX_PROVIDER_CITATIONS`) with a
+    converted response span are highlighted, clipped to the shown part of the answer.
+    """
+    spans = []
+    for k, v in enumerate(findings.provider_citations[:MAX_PROVIDER_CITATIONS], start=1):
+        at = v.citation.response_span
+        if at is None or at.start is None or at.end is None:
+            continue
+        start, end = max(at.start, 0), min(at.end, limit)
+        if start < end:
+            spans.append((start, end, k, v.ok))
+    return spans
+
+
+def _plain(
+    answer: str, start: int, end: int, spans: Sequence[tuple[int, int, int, bool]]
+) -> list[JsonValue]:
+    """``answer[start:end]`` as the page's pieces, provider-covered text marked.
+
+    Plain text is a string; text that provider citation ``k`` covers is
+    ``[4, k, text, ok]`` (the first of several that overlap; ``ok`` is 1 only when
+    every covering citation verified).
+    """
+    inside = [span for span in spans if span[0] < end and span[1] > start]
+    if not inside:
+        return [_t(answer[start:end])]
+    cuts = sorted({start, end}.union(*((max(a, start), min(b, end)) for a, b, _, _ in inside)))
+    out: list[JsonValue] = []
+    for left, right in itertools.pairwise(cuts):
+        covering = [span for span in inside if span[0] <= left and span[1] >= right]
+        text = _t(answer[left:right])
+        if covering:
+            out.append([4, covering[0][2], text, int(all(span[3] for span in covering))])
+        else:
+            out.append(text)
+    return out
 
 
 def _notes(findings: ScoreFindings, length: int, limit: int) -> list[tuple[str, str]]:
@@ -300,6 +357,7 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
     rows: Sequence[list[JsonValue]],
     texts: Sequence[str],
     shown: Mapping[str, int],
+    shown_groups: Mapping[str, int] | None = None,
     input_name: str,
     input_sha256: str,
     created_at: datetime,
@@ -337,6 +395,18 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
         f"{_FILTER_NAMES[o]} <span>({shown.get(o, 0)} shown of {totals[o]})</span></label>"
         for o in OUTCOMES
     )
+    if summary.group_by is not None:
+        seen = shown_groups or {}
+        options = "".join(
+            f'<option value="{_e(name)}">{_e(name)} ({seen.get(name, 0)} shown of '
+            f"{counts.rows})</option>"
+            for name, counts in summary.groups.items()
+        )
+        filters += (
+            f'<label class="filter group">{_e(summary.group_by)} <select id="group" '
+            f'name="group"><option value="" selected>every group</option>{options}'
+            "</select></label>"
+        )
     on_page = sum(shown.get(o, 0) for o in OUTCOMES)
     left_out = sum(totals.values()) - on_page
     order = (
@@ -435,18 +505,25 @@ class HtmlSink:
 
     def __init__(self, options: SinkOptions) -> None:
         self.limit = max(options.html_rows, 0)
-        self.tiers: tuple[list[tuple[str, list[JsonValue]]], ...] = ([], [], [])
+        self.tiers: tuple[list[tuple[str, str | None, list[JsonValue]]], ...] = ([], [], [])
         self.count = 0
         self.table = TextTable()
         self._out = options.out_dir / HTML_NAME
         self._label_pattern = options.label_pattern
         self._citation_pattern = options.citation_pattern
+        # Rows are named by group as the summary names them: the same bounded names,
+        # assigned in the same input order.
+        self._groups = None if options.group_by is None else GroupTally()
 
     def add(self, row: CheckedRow) -> None:
         """Record the row if the page has room for its tier."""
         item, score = row
         if score is None or not isinstance(item, CheckRow):
             return  # malformed lines are listed from the summary
+        group = None
+        if self._groups is not None:
+            group = self._groups.group_of(item.group)
+            self._groups.add(group, score)
         tier = _tier(score)
         if self.count >= self.limit:
             worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
@@ -464,21 +541,26 @@ class HtmlSink:
             label_pattern=self._label_pattern,
             citation_pattern=self._citation_pattern,
             table=self.table,
+            group=group,
         )
-        self.tiers[tier].append((score.outcome, record))
+        self.tiers[tier].append((score.outcome, group, record))
         self.count += 1
 
     def finish(self, facts: RunFacts) -> str:
         """Write the page atomically; return its SHA-256."""
         shown = dict.fromkeys(OUTCOMES, 0)
+        groups: dict[str, int] = {}
         for tier in self.tiers:
-            for outcome, _ in tier:
+            for outcome, group, _ in tier:
                 shown[outcome] += 1
+                if group is not None:
+                    groups[group] = groups.get(group, 0) + 1
         page = render_page(
             summary=facts.summary,
-            rows=[record for tier in self.tiers for _, record in tier],
+            rows=[record for tier in self.tiers for _, _, record in tier],
             texts=self.table.texts,
             shown=shown,
+            shown_groups=groups,
             input_name=facts.input_name,
             input_sha256=facts.input_sha256,
             created_at=facts.created_at,

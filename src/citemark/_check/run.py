@@ -190,7 +190,14 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         # Entered first, left last: every file below is published when the sinks
         # are closed and report.json is sealed, or none is.
         stack.enter_context(publishing_together())
-        options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern, run_id)
+        options = SinkOptions(
+            out,
+            html_rows,
+            scorer.label_pattern,
+            scorer.citation_pattern,
+            group_by,
+            run_id=run_id,
+        )
         # Each sink is closed from the moment it exists (see `opened`).
         sinks: list[CheckSink] = [opened(stack, JsonlSink(options))]
         html = opened(stack, HtmlSink(options))

@@ -92,6 +92,8 @@ class SinkOptions(NamedTuple):
     """The scorer's label pattern."""
     citation_pattern: re.Pattern[str]
     """The scorer's citation pattern."""
+    group_by: str | None = None
+    """The row field counts are broken down by (``--group-by``), or None."""
     run_id: str = ""
     """The run's id, which every artifact of the run names (see `with_run_id`)."""
 

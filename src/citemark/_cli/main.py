@@ -790,6 +790,7 @@ def _ray_check(
             html_rows=args.html_rows,
             config=config,
             formats=list(dict.fromkeys(args.formats)),
+            group_by=args.group_by,
         )
     except NoRowsError as exc:
         raise _UsageError(str(exc)) from None

@@ -168,11 +168,18 @@ class CheckBatch:
     Args:
         scorer_factory: Builds the worker's scorer; called once, on the worker.
         concurrency: How many rows this worker scores at once.
+        group_by: A row field each checked row keeps as its group (``--group-by``).
     """
 
-    def __init__(self, scorer_factory: Callable[[], CitationScorer], concurrency: int = 32) -> None:
+    def __init__(
+        self,
+        scorer_factory: Callable[[], CitationScorer],
+        concurrency: int = 32,
+        group_by: str | None = None,
+    ) -> None:
         self._scorer, self._recorder = recording(scorer_factory())
         self._concurrency = concurrency
+        self._group_by = group_by
         self._runner = asyncio.Runner()
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
@@ -189,7 +196,7 @@ class CheckBatch:
             batch = {"line": [row["line"] for row in lines], "raw": [row["raw"] for row in lines]}
         for line, raw in zip(batch["line"], batch["raw"], strict=True):
             data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-            parsed = parse_row(int(line), data)
+            parsed = parse_row(int(line), data, self._group_by)
             if parsed is not None:
                 items.append(parsed)
         rows = [item for item in items if isinstance(item, CheckRow)]
@@ -360,13 +367,14 @@ def _dataset(shards: Sequence[Shard], *, read: bool = True) -> Dataset:
         return plan.flat_map(read_shard) if read else plan
 
 
-def _checked(
+def _checked(  # noqa: PLR0913 - the options of a check, passed on
     ds: Dataset,
     scorer_factory: Callable[[], CitationScorer],
     *,
     concurrency: int,
     workers: int,
     batch_size: int,
+    group_by: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Map ``ds`` through `CheckBatch` and yield result batches in input order."""
     import ray.data  # noqa: PLC0415
@@ -378,7 +386,11 @@ def _checked(
         context.execution_options.preserve_order = True
     mapped = ds.map_batches(
         CheckBatch,
-        fn_constructor_kwargs={"scorer_factory": scorer_factory, "concurrency": per_worker},
+        fn_constructor_kwargs={
+            "scorer_factory": scorer_factory,
+            "concurrency": per_worker,
+            "group_by": group_by,
+        },
         batch_size=batch_size,
         batch_format="default",
         compute=ray.data.ActorPoolStrategy(size=used),
@@ -399,6 +411,7 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
     workers: int = 2,
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_row: Callable[[CheckedRow, dict[str, Any]], None] | None = None,
+    group_by: str | None = None,
 ) -> CheckSummary:
     """Check every row of a Ray ``Dataset`` with ``line`` and ``raw`` columns; return the summary.
 
@@ -410,6 +423,7 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
         workers: How many workers (actors) score rows.
         batch_size: Rows per batch handed to a worker.
         on_row: Called in input order with each checked row and its output columns.
+        group_by: A row field to break every count down by, as ``check --group-by``.
 
     Returns:
         The summary ``report.json`` holds (its ``files`` left empty).
@@ -417,9 +431,14 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
     Raises:
         NoRowsError: no row of the dataset is a readable row.
     """
-    tally = _Tally()
+    tally = _Tally(group_by)
     for batch in _checked(
-        ds, scorer_factory, concurrency=concurrency, workers=workers, batch_size=batch_size
+        ds,
+        scorer_factory,
+        concurrency=concurrency,
+        workers=workers,
+        batch_size=batch_size,
+        group_by=group_by,
     ):
         checked_rows = [pickle.loads(blob) for blob in batch["checked"]]  # noqa: S301 - our own workers
         scores = [row.score for row in checked_rows if row.score is not None]
@@ -486,11 +505,13 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     config: Mapping[str, JsonValue] | None = None,
     formats: Sequence[str] = (),
     shard_bytes: int = _SHARD_BYTES,
+    group_by: str | None = None,
 ) -> CheckResult:
     """Run ``citemark check`` over a JSONL or Parquet file on Ray; write the same outputs.
 
     ``ray.init`` must have been called. A path ending in ``.parquet`` is read as
-    Parquet (its rows numbered from 1), anything else as JSONL.
+    Parquet (its rows numbered from 1), anything else as JSONL. ``group_by`` breaks
+    every count down by a row field, as ``check --group-by`` does locally.
 
     Returns:
         The report and the paths of the files, as `citemark._check.run_check` returns.
@@ -508,7 +529,14 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
         out.mkdir(parents=True, exist_ok=True)
         # As in run_check: the whole set is published at the end, report.json last.
         stack.enter_context(publishing_together())
-        options = SinkOptions(out, html_rows, scorer.label_pattern, scorer.citation_pattern, run_id)
+        options = SinkOptions(
+            out,
+            html_rows,
+            scorer.label_pattern,
+            scorer.citation_pattern,
+            group_by,
+            run_id=run_id,
+        )
         records = opened(stack, _RecordSink(options))
         html = opened(stack, HtmlSink(options))
         sinks: list[CheckSink] = [records, html]
@@ -530,6 +558,7 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
             workers=workers,
             batch_size=1,
             on_row=on_row,
+            group_by=group_by,
         )
         facts = RunFacts(summary, source, input_sha256, created_at, citemark_version(), run_id)
         files = {sink.name: sink.finish(facts) for sink in sinks}

@@ -245,6 +245,7 @@ class CitationScorer:
         """Whether rows that already failed in code are still sent to the judge."""
         return self._judge_violations
 
+    @property
     def index_base(self) -> int:
         """The number of the first source, unless a row says otherwise."""
         return self._index_base

@@ -7,6 +7,7 @@
   var strip = document.getElementById('strip');
   var boxes = Array.prototype.slice.call(
     document.querySelectorAll('#filters input[name="outcome"]'));
+  var chooser = document.getElementById('group');
   var KINDS = ['resolved', 'fabricated', 'ambiguous', 'ignored'];
   var OUTCOMES = ['failed', 'unassessed', 'passed'];
   rows.forEach(function (r) { r[2] = OUTCOMES[r[2]]; });
@@ -49,7 +50,11 @@
         return;
       }
       var kind = KINDS[piece[0]], marker;
-      if (kind === 'ignored') {
+      if (piece[0] === 4) {
+        marker = el('a', 'pcite ' + (piece[3] ? 'ok' : 'bad'), piece[2]);
+        marker.href = '#' + prefix + '-pc-' + piece[1];
+        marker.title = 'provider citation ' + piece[1] + (piece[3] ? ': verified' : ': failed');
+      } else if (kind === 'ignored') {
         marker = el('span', 'marker ignored', piece[2]);
         marker.title = texts[piece[1]];
       } else {
@@ -62,8 +67,13 @@
     });
     left.appendChild(answer);
     left.appendChild(el('p', 'explanation', texts[r[5]]));
-    for (var n = 0; n < r[9].length; n += 2) {
-      left.appendChild(el('p', texts[r[9][n]], texts[r[9][n + 1]]));
+    for (var n = 0, pc = 0; n < r[9].length; n += 2) {
+      var note = el('p', texts[r[9][n]], texts[r[9][n + 1]]);
+      if (texts[r[9][n]].indexOf('provider-citation') === 0) {
+        pc += 1;
+        note.id = prefix + '-pc-' + pc;
+      }
+      left.appendChild(note);
     }
     if (r[7].length) {
       var issues = el('ul', 'issues');
@@ -83,8 +93,9 @@
     var list = el('ol');
     for (var s = 0; s < r[8].length; s += 3) {
       var k = r[8][s], cited = k < 0;
+      if (cited) { k = ~k; }
       var li = el('li', cited ? 'source cited' : 'source');
-      li.id = prefix + '-src-' + Math.abs(k);
+      li.id = prefix + '-src-' + k;
       var det = el('details');
       if (cited) { det.open = true; }
       det.appendChild(el('summary', 'src-meta', texts[r[8][s + 1]]));
@@ -126,8 +137,11 @@
   function filter() {
     var shown = {};
     boxes.forEach(function (box) { shown[box.value] = box.checked; });
+    var group = chooser ? chooser.value : '';
     visible = [];
-    rows.forEach(function (r, i) { if (shown[r[2]]) { visible.push(i); } });
+    rows.forEach(function (r, i) {
+      if (shown[r[2]] && (group === '' || texts[r[12]] === group)) { visible.push(i); }
+    });
     page = 0;
     draw();
   }
@@ -145,12 +159,31 @@
     if (target) { target.scrollIntoView(); }
   }
 
-  var wanted = /^#show=([a-z,]*)$/.exec(window.location.hash);
-  if (wanted) {
-    var names = wanted[1].split(',');
-    boxes.forEach(function (box) { box.checked = names.indexOf(box.value) >= 0; });
+  // '#show=failed,unassessed' sets the outcome boxes, '#group=NAME' (URI-encoded)
+  // the group menu; both may be given, joined by '&'.
+  function choose() {
+    var asked = false;
+    window.location.hash.slice(1).split('&').forEach(function (part) {
+      var eq = part.indexOf('='), key = part.slice(0, eq), value = part.slice(eq + 1);
+      if (eq < 0) { return; }
+      if (key === 'show' && /^[a-z,]*$/.test(value)) {
+        var names = value.split(',');
+        boxes.forEach(function (box) { box.checked = names.indexOf(box.value) >= 0; });
+        asked = true;
+      } else if (key === 'group' && chooser) {
+        var name;
+        try { name = decodeURIComponent(value); } catch (e) { return; }
+        Array.prototype.forEach.call(chooser.options, function (option) {
+          if (option.value === name) { chooser.value = name; asked = true; }
+        });
+      }
+    });
+    return asked;
   }
+
+  choose();
   boxes.forEach(function (box) { box.addEventListener('change', filter); });
+  if (chooser) { chooser.addEventListener('change', filter); }
   var cells = document.createDocumentFragment();
   rows.slice().sort(function (a, b) { return a[0] - b[0]; }).forEach(function (r) {
     var cell = el('a', 'cell ' + r[2]);
@@ -161,7 +194,9 @@
   strip.appendChild(cells);
   filter();
   follow();
-  window.addEventListener('hashchange', follow);
+  window.addEventListener('hashchange', function () {
+    if (choose()) { filter(); } else { follow(); }
+  });
   document.documentElement.classList.add('filtered');
   document.documentElement.setAttribute('data-ready-ms', performance.now().toFixed(0));
 })();

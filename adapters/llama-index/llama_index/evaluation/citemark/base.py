@@ -146,6 +146,7 @@ class CitationEvaluator(BaseEvaluator):
 
         Raises:
             TypeError: ``judge`` is neither an LLM nor a `citemark.ChatModel`.
+            ValueError: ``index_base`` is not 0 or 1.
         """
         self._scorer = CitationScorer(_chat(judge), index_base=index_base)
         self._index_base = index_base
@@ -170,7 +171,7 @@ class CitationEvaluator(BaseEvaluator):
         contexts: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> CitemarkEvaluationResult:
-        """Check ``response``'s markers against ``contexts``, numbered ``[1]..[N]`` in order."""
+        """Check ``response``'s markers against ``contexts``, numbered from ``index_base``."""
         try:
             sources = [
                 Source(text=context, doc_id=f"context-{number}")
@@ -192,7 +193,7 @@ class CitationEvaluator(BaseEvaluator):
             if response is None:
                 return _invalid("no_answer", query, None, None)
             try:
-                sources = nodes_to_sources(response.source_nodes)
+                sources = nodes_to_sources(response.source_nodes, index_base=self._index_base)
             except SynthesisError:
                 return _invalid("numbering_unknown", query, text, None)
             return await self._evaluate(query, text, sources)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from llama_index.core.bridge.pydantic import ConfigDict, Field
+from llama_index.core.bridge.pydantic import ConfigDict, Field, field_validator
 from llama_index.core.node_parser import TextSplitter
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
 from citemark import DocumentReader
+from citemark.syntax import check_index_base
 from llama_index.postprocessor.citemark.nodes import number_nodes
 
 if TYPE_CHECKING:
@@ -27,6 +28,9 @@ __all__ = ["CitationPostprocessor"]
 
 class CitationPostprocessor(BaseNodePostprocessor):
     """Number nodes ``[1]..[N]`` on deep copies; optionally split them into citable chunks.
+
+    With ``index_base=0`` the nodes are numbered ``[0]..[N-1]``; the cited query
+    engine and the evaluator must then read them with ``index_base=0`` too.
 
     The marker goes into each copy's metadata under ``cite_as``, first, where the
     default text template renders it as the node's first line. The copies are
@@ -73,6 +77,15 @@ class CitationPostprocessor(BaseNodePostprocessor):
     """Optional `citemark.DocumentReader` of whole documents by ``ref_doc_id``, to
     check offsets and recover missing ones; not serialized."""
 
+    index_base: int = 1
+    """The number of the first node: 1 (the default) or 0. Anything else (a bool
+    included) is refused when the postprocessor is built."""
+
+    @field_validator("index_base", mode="before")
+    @classmethod
+    def _check_index_base(cls, value: object) -> int:
+        return check_index_base(value)
+
     @classmethod
     def class_name(cls) -> str:
         """The serialization key, ``"CitationPostprocessor"``."""
@@ -83,7 +96,12 @@ class CitationPostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        return number_nodes(nodes, text_splitter=self.text_splitter, reader=self.reader)
+        return number_nodes(
+            nodes,
+            text_splitter=self.text_splitter,
+            reader=self.reader,
+            index_base=self.index_base,
+        )
 
     async def _apostprocess_nodes(
         self,
@@ -93,4 +111,4 @@ class CitationPostprocessor(BaseNodePostprocessor):
         if self.reader is not None:  # a reader may read files: keep the loop free
             return await asyncio.to_thread(self._postprocess_nodes, nodes, query_bundle)
         # Otherwise pure CPU work on a few nodes: no worker thread needed.
-        return number_nodes(nodes, text_splitter=self.text_splitter)
+        return number_nodes(nodes, text_splitter=self.text_splitter, index_base=self.index_base)

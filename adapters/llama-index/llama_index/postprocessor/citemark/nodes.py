@@ -2,12 +2,13 @@
 
 `number_nodes` turns retrieved nodes into numbered, citable copies. Each copy is a
 `CitationNode` whose ``metadata["cite_as"]`` holds its marker (``"[1]"``,
-``"[2]"``, ...), first in the metadata, so LlamaIndex's default text template puts
-it on the first line of the node as the model sees it. Splitting a node into smaller
-chunks is delegated to a LlamaIndex text splitter; each chunk's offsets are the
-parent's plus the chunk's place in the parent, kept only where the text slices back
-exactly. The node's text itself is never changed: sanitizing (SPEC §3.3) happens
-when the node is rendered for the model.
+``"[2]"``, ...; ``"[0]"`` first with ``index_base=0``), first in the metadata, so
+LlamaIndex's default text template puts it on the first line of the node as the
+model sees it. Splitting a node into smaller chunks is delegated to a LlamaIndex
+text splitter; each chunk's offsets are the parent's plus the chunk's place in the
+parent, kept only where the text slices back exactly. The node's text itself is
+never changed: sanitizing (SPEC §3.3) happens when the node is rendered for the
+model.
 
 `nodes_to_sources` reads numbered nodes back as `citemark.Source` values, so that
 `citemark.resolve` maps ``[n]`` to the node that was shown as ``[n]``.
@@ -29,6 +30,7 @@ from llama_index.core.schema import (
 )
 
 from citemark import Source, SynthesisError, indent_block, locate_span
+from citemark.syntax import check_index_base, source_header
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -98,6 +100,7 @@ def number_nodes(
     *,
     text_splitter: TextSplitter | None = None,
     reader: DocumentReader | None = None,
+    index_base: int = 1,
 ) -> list[NodeWithScore]:
     """Return numbered, citable copies of ``nodes``; the originals are not changed.
 
@@ -113,25 +116,36 @@ def number_nodes(
             ``ref_doc_id``. With it, offsets are checked against the document, and
             recovered where the text occurs there exactly once.
 
+        index_base: The number of the first node: 1 (the default), or 0 for a
+            pipeline that numbers from 0. Read the nodes back with the same base
+            (`nodes_to_sources`).
+
     Returns:
-        One `CitationNode` per node (or chunk), numbered ``[1]..[N]`` in order.
+        One `CitationNode` per node (or chunk), numbered ``[1]..[N]`` in order
+        (``[0]..[N-1]`` with ``index_base=0``).
+
+    Raises:
+        ValueError: ``index_base`` is not 0 or 1.
     """
+    first = check_index_base(index_base)
     copies: list[tuple[CitationNode, float | None]] = []
     for item in nodes:
         copies.extend((chunk, item.score) for chunk in _citable(item.node, text_splitter, reader))
     numbered = []
-    for number, (node, score) in enumerate(copies, start=1):
-        node.metadata = {CITATION_KEY: f"[{number}]", **node.metadata}
+    for number, (node, score) in enumerate(copies, start=first):
+        node.metadata = {CITATION_KEY: source_header(number), **node.metadata}
         numbered.append(NodeWithScore(node=node, score=score))
     return numbered
 
 
-def nodes_to_sources(nodes: Sequence[NodeWithScore]) -> list[Source]:
+def nodes_to_sources(nodes: Sequence[NodeWithScore], *, index_base: int = 1) -> list[Source]:
     """Read nodes back as sources, so that ``[n]`` names the node shown as ``[n]``.
 
     Nodes numbered by `number_nodes` are read by their ``cite_as`` marker, in any
-    order, which must name ``1..N`` exactly once each. Nodes without a marker are
-    numbered by position, the convention of LlamaIndex's ``CitationQueryEngine``.
+    order, which must name ``1..N`` exactly once each (``0..N-1`` with
+    ``index_base=0``: the base they were numbered with). Nodes without a marker are
+    numbered by position, the convention of LlamaIndex's ``CitationQueryEngine``;
+    resolve them with the same ``index_base``.
 
     Each source's ``doc_id`` is the node's ``ref_doc_id`` (its node id when it has
     none), ``chunk_id`` the node id, and ``start``/``end`` its character offsets
@@ -140,7 +154,9 @@ def nodes_to_sources(nodes: Sequence[NodeWithScore]) -> list[Source]:
     Raises:
         SynthesisError: some nodes carry a marker and some do not, or the markers
             do not name ``1..N`` exactly once each (a postprocessor after
-            `CitationPostprocessor` dropped, added or relabelled nodes).
+            `CitationPostprocessor` dropped, added or relabelled nodes, or it
+            numbered them from the other base).
+        ValueError: ``index_base`` is not 0 or 1.
 
     Example:
         ```python
@@ -156,6 +172,7 @@ def nodes_to_sources(nodes: Sequence[NodeWithScore]) -> list[Source]:
         #> n1 7 20
         ```
     """
+    base = check_index_base(index_base)
     markers = [item.node.metadata.get(CITATION_KEY) for item in nodes]
     if all(marker is None for marker in markers):
         ordered = list(nodes)
@@ -165,11 +182,13 @@ def nodes_to_sources(nodes: Sequence[NodeWithScore]) -> list[Source]:
             for marker, item in zip(markers, nodes, strict=True)
             if isinstance(marker, str)
         }
-        expected = [f"[{number}]" for number in range(1, len(nodes) + 1)]
+        expected = [source_header(number) for number in range(base, len(nodes) + base)]
         if len(by_marker) != len(nodes) or set(by_marker) != set(expected):
+            last = len(nodes) - 1 + base
             msg = (
-                f"the {len(nodes)} source nodes are not numbered [1]..[{len(nodes)}] once each: "
-                "CitationPostprocessor must be the last node postprocessor"
+                f"the {len(nodes)} source nodes are not numbered [{base}]..[{last}] once each: "
+                "CitationPostprocessor must be the last node postprocessor, with the same "
+                "index_base"
             )
             raise SynthesisError(msg)
         ordered = [by_marker[marker] for marker in expected]

@@ -21,6 +21,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import ResponseMode
 
 from citemark import SynthesisError
+from citemark.syntax import check_index_base
 from citemark.text import is_blank
 from llama_index.postprocessor.citemark import (
     CITATION_QA_TEMPLATE,
@@ -89,7 +90,11 @@ class CitedQueryEngine(BaseQueryEngine):
     """
 
     def __init__(
-        self, query_engine: BaseQueryEngine, callback_manager: CallbackManager | None = None
+        self,
+        query_engine: BaseQueryEngine,
+        callback_manager: CallbackManager | None = None,
+        *,
+        index_base: int = 1,
     ) -> None:
         """Wrap ``query_engine``, whose last node postprocessor numbers the nodes.
 
@@ -100,7 +105,16 @@ class CitedQueryEngine(BaseQueryEngine):
                 (numbered by position).
 
             callback_manager: Defaults to the wrapped engine's.
+
+            index_base: The number of the first source node, 1 (the default) or 0:
+                the base the wrapped engine's `CitationPostprocessor` numbers from
+                (``CitationPostprocessor(index_base=0)``). A mismatch is not guessed
+                at: the numbering check of `nodes_to_sources` rejects the answer.
+
+        Raises:
+            ValueError: ``index_base`` is not 0 or 1.
         """
+        self._index_base = check_index_base(index_base)
         self._query_engine = query_engine
         super().__init__(callback_manager=callback_manager or query_engine.callback_manager)
 
@@ -119,6 +133,7 @@ class CitedQueryEngine(BaseQueryEngine):
         callback_manager: CallbackManager | None = None,
         text_qa_template: BasePromptTemplate = CITATION_QA_TEMPLATE,
         refine_template: BasePromptTemplate = CITATION_REFINE_TEMPLATE,
+        index_base: int = 1,
     ) -> CitedQueryEngine:
         """Build a cited engine from a retriever and an LLM.
 
@@ -149,12 +164,15 @@ class CitedQueryEngine(BaseQueryEngine):
 
             refine_template: The refine prompt, for answers made in several passes.
 
+            index_base: The number of the first node, 1 (the default) or 0; the
+                nodes are numbered and the answer resolved with this one base.
+
         Raises:
             ValueError: ``response_mode`` is one in which the final answer is not
                 written from the numbered sources (``tree_summarize`` summarizes
                 summaries, ``simple_summarize`` truncates sources silently,
                 ``accumulate`` concatenates separate answers, ``generation`` and
-                ``no_text`` show no sources).
+                ``no_text`` show no sources), or ``index_base`` is not 0 or 1.
         """
         mode = ResponseMode(response_mode)
         if mode not in _CITING_MODES:
@@ -165,7 +183,9 @@ class CitedQueryEngine(BaseQueryEngine):
             raise ValueError(msg)
         postprocessors = [
             *(node_postprocessors or []),
-            CitationPostprocessor(text_splitter=text_splitter, reader=reader),
+            CitationPostprocessor(
+                text_splitter=text_splitter, reader=reader, index_base=index_base
+            ),
         ]
         engine = RetrieverQueryEngine.from_args(
             retriever,
@@ -178,7 +198,12 @@ class CitedQueryEngine(BaseQueryEngine):
             use_async=use_async,
             callback_manager=callback_manager,
         )
-        return cls(engine)
+        return cls(engine, index_base=index_base)
+
+    @property
+    def index_base(self) -> int:
+        """The number of the first source node (1 or 0)."""
+        return self._index_base
 
     @property
     def query_engine(self) -> BaseQueryEngine:
@@ -205,11 +230,11 @@ class CitedQueryEngine(BaseQueryEngine):
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         _check_question(query_bundle)
-        return _cited(self._query_engine.query(query_bundle))
+        return _cited(self._query_engine.query(query_bundle), self._index_base)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         _check_question(query_bundle)
-        return _cited(await self._query_engine.aquery(query_bundle))
+        return _cited(await self._query_engine.aquery(query_bundle), self._index_base)
 
 
 def _check_question(query_bundle: QueryBundle) -> None:
@@ -218,7 +243,7 @@ def _check_question(query_bundle: QueryBundle) -> None:
         raise SynthesisError(msg)
 
 
-def _cited(response: RESPONSE_TYPE) -> RESPONSE_TYPE:
+def _cited(response: RESPONSE_TYPE, index_base: int) -> RESPONSE_TYPE:
     if isinstance(response, StreamingResponse | AsyncStreamingResponse):
-        return validate_stream(response)
-    return resolve_response(response)  # type: ignore[arg-type]
+        return validate_stream(response, index_base=index_base)
+    return resolve_response(response, index_base=index_base)  # type: ignore[arg-type]

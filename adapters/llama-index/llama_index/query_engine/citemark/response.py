@@ -23,6 +23,7 @@ from llama_index.core.base.response.schema import (
 )
 
 from citemark import Citation, CitedAnswer, StreamingResolver, resolve
+from citemark.syntax import check_index_base
 from llama_index.postprocessor.citemark import nodes_to_sources
 
 if TYPE_CHECKING:
@@ -74,6 +75,9 @@ class CitedStreamingResponse(StreamingResponse):
     cited_answer: CitedAnswer | None = field(default=None, kw_only=True)
     """The resolved answer, once the stream has ended."""
 
+    index_base: int = field(default=1, kw_only=True)
+    """The number of the first source node the stream is resolved against (1 or 0)."""
+
     def get_response(self) -> CitedResponse:
         """Consume the stream and return the resolved `CitedResponse`."""
         return _finished(self, super().get_response())
@@ -91,16 +95,21 @@ class CitedAsyncStreamingResponse(AsyncStreamingResponse):
     cited_answer: CitedAnswer | None = field(default=None, kw_only=True)
     """The resolved answer, once the stream has ended."""
 
+    index_base: int = field(default=1, kw_only=True)
+    """The number of the first source node the stream is resolved against (1 or 0)."""
+
     async def get_response(self) -> CitedResponse:
         """Consume the stream and return the resolved `CitedResponse`."""
         return _finished(self, await super().get_response())
 
 
-def resolve_response(response: Response) -> CitedResponse:
+def resolve_response(response: Response, *, index_base: int = 1) -> CitedResponse:
     """Resolve a response's ``[n]`` markers against its source nodes.
 
     Source nodes numbered by `CitationPostprocessor` are read by their ``cite_as``
     marker; un-numbered ones by position (``CitationQueryEngine``'s convention).
+    ``index_base`` is the number of the first node, 1 (the default) or 0: the base
+    the nodes were numbered with (``CitationPostprocessor(index_base=0)``).
 
     Raises:
         citemark.NoSourcesError: the response has no source nodes (LlamaIndex
@@ -109,6 +118,7 @@ def resolve_response(response: Response) -> CitedResponse:
         citemark.SynthesisError: the answer is blank, or the source nodes' numbering
             is broken (see `nodes_to_sources`).
         TypeError: ``response`` is a streaming or structured response.
+        ValueError: ``index_base`` is not 0 or 1.
 
     Example:
         ```python
@@ -135,16 +145,20 @@ def resolve_response(response: Response) -> CitedResponse:
             "and a structured (Pydantic) response has no answer text to resolve"
         )
         raise TypeError(msg)
-    answer = resolve(response.response or "", nodes_to_sources(response.source_nodes))
+    base = check_index_base(index_base)
+    sources = nodes_to_sources(response.source_nodes, index_base=base)
+    answer = resolve(response.response or "", sources, index_base=base)
     return CitedResponse(
         response.response, response.source_nodes, response.metadata, cited_answer=answer
     )
 
 
 def validate_stream(
-    response: StreamingResponse | AsyncStreamingResponse,
+    response: StreamingResponse | AsyncStreamingResponse, *, index_base: int = 1
 ) -> CitedStreamingResponse | CitedAsyncStreamingResponse:
     """Wrap a streaming response so its markers are checked while it streams.
+
+    ``index_base`` is the number of the first source node, as for `resolve_response`.
 
     Wrap it before anything consumes it: text consumed before wrapping is never seen.
     Consuming the result only partly leaves the end of the answer unchecked.
@@ -157,6 +171,7 @@ def validate_stream(
         citemark.MarkerOutOfRangeError: raised while consuming the result, as soon
             as a marker is certainly out of range.
         TypeError: ``response`` is not a streaming response.
+        ValueError: ``index_base`` is not 0 or 1.
 
     Example:
         ```python
@@ -184,17 +199,22 @@ def validate_stream(
     if not isinstance(response, StreamingResponse | AsyncStreamingResponse):
         msg = "validate_stream takes a StreamingResponse or an AsyncStreamingResponse"
         raise TypeError(msg)
-    resolver = StreamingResolver(nodes_to_sources(response.source_nodes))
+    base = check_index_base(index_base)
+    sources = nodes_to_sources(response.source_nodes, index_base=base)
+    resolver = StreamingResolver(sources, index_base=base)
     done = response.response_txt  # a stream already consumed keeps its text here
     if isinstance(response, AsyncStreamingResponse):
         tokens = response.response_gen if done is None else _one_async(done)
-        cited_async = CitedAsyncStreamingResponse(tokens, response.source_nodes, response.metadata)
+        cited_async = CitedAsyncStreamingResponse(
+            tokens, response.source_nodes, response.metadata, index_base=base
+        )
         cited_async.response_gen = _checked_async(tokens, resolver, cited_async)
         return cited_async
     cited = CitedStreamingResponse(
         response.response_gen if done is None else _one(done),
         response.source_nodes,
         response.metadata,
+        index_base=base,
     )
     cited.response_gen = _checked(cited.response_gen, resolver, cited)
     return cited
@@ -234,7 +254,7 @@ def _finished(
     if answer is None:
         # The stream ended without passing through the check (it was replaced):
         # resolve the text it produced, whole.
-        return resolve_response(response)
+        return resolve_response(response, index_base=stream.index_base)
     # The answer holds every token, also those read before get_response was called.
     stream.response_txt = answer.text
     return CitedResponse(answer.text, response.source_nodes, response.metadata, cited_answer=answer)
