@@ -102,7 +102,9 @@ class TestSummary:
         assert 0 == done.returncode
         assert 1 == len(done.stdout.splitlines())
         output = json.loads(done.stdout)
-        assert ["check", "exit_code", "files", "input", "input_sha256"] == sorted(output)
+        assert ["check", "exit_code", "files", "input", "input_sha256", "run_id"] == sorted(output)
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["run_id"] == output["run_id"]
         assert (0, 16, 3) == (
             output["exit_code"],
             output["check"]["rows"],

@@ -24,6 +24,7 @@ import pytest
 from fake_openai import run_cli
 
 from citemark import write_report_atomically
+from citemark.reports import check_output_set
 
 ROW = {
     "answer": "The late fee is five percent [1].",
@@ -113,16 +114,36 @@ def consistent(out: Path) -> bool:
     )
 
 
+def truly_whole(out: Path) -> bool:
+    """The oracle check_output_set is held to: every digest matches, every file names the run."""
+    if not (out / "report.json").exists():
+        return False
+    report = json.loads((out / "report.json").read_bytes())
+    run_id = report["run_id"]
+    named = set(report["check"]["files"])
+    present = {"rows.jsonl", "report.html"} & {p.name for p in out.iterdir()}
+    if not present <= named or not all((out / name).exists() for name in named):
+        return False
+    rows = (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()
+    page = (out / "report.html").read_text(encoding="utf-8")
+    return (
+        consistent(out)
+        and {json.loads(line)["run_id"] for line in rows} == {run_id}
+        and f'<meta name="citemark-run-id" content="{run_id}">' in page
+    )
+
+
 def test_kill_at_random_moments_leaves_whole_files_and_the_next_run_cleans_up(tmp_path):
-    """SIGKILL at 4 seeded moments: what is there is whole; a later run leaves a clean set."""
+    """SIGKILL at 5 seeded moments: each folder is whole or told mixed; a later run cleans up."""
     runs = tmp_path / "runs.jsonl"
     runs.write_text((json.dumps(ROW) + "\n") * 20_000, encoding="utf-8")
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
     command = [sys.executable, "-m", "citemark", "check", str(runs), "--out", str(out)]
     moments = random.Random(17).sample(  # noqa: S311 - a seeded test schedule
-        [0.4, 0.7, 1.0, 1.3, 1.6, 2.0, 2.5], 4
+        [0.4, 0.7, 1.0, 1.3, 1.6, 2.0, 2.5, 2.9, 3.2, 3.6], 5
     )
+    kills = []
     for delay in moments:
         process = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -134,9 +155,13 @@ def test_kill_at_random_moments_leaves_whole_files_and_the_next_run_cleans_up(tm
             for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines():
                 json.loads(line)
         if (out / "report.json").exists():
-            # Whole JSON; whether it belongs with the other files its digests say.
-            json.loads((out / "report.json").read_bytes())
-            consistent(out)
+            json.loads((out / "report.json").read_bytes())  # whole JSON
+        # Whether what is left is one run's whole set, check_output_set says rightly.
+        found = check_output_set(out)
+        assert truly_whole(out) == found.whole, found
+        kills.append(process.returncode)
+        if not found.whole:
+            assert found.report == "missing" or found.problems
 
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
 
@@ -144,3 +169,5 @@ def test_kill_at_random_moments_leaves_whole_files_and_the_next_run_cleans_up(tm
     assert [] == leftovers(out)
     assert {"report.json", "report.html", "rows.jsonl"} == {p.name for p in out.iterdir()}
     assert consistent(out)
+    assert check_output_set(out).whole
+    assert -signal.SIGKILL in kills  # at least one kill interrupted a run

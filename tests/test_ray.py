@@ -29,6 +29,7 @@ from citemark.ray import (  # noqa: E402
     run_ray_check,
     split_concurrency,
 )
+from citemark.reports import check_output_set  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTEXT = "[doc-1] The late fee is 5% of the unpaid balance.\n[doc-2] Members pay no late fee.\n"
@@ -114,8 +115,15 @@ def test_local_and_ray_give_identical_records_and_summaries(cluster, tmp_path):
         runs, tmp_path / "ray", spec, workers=2, concurrency=4, shard_bytes=300, group_by="model"
     )
     assert ["m0", "m1", "m2"] == list(remote.summary.groups)
+    # Each run's lines end with its own run id; the records are otherwise the same bytes.
+    assert local.report.run_id != remote.report.run_id
+    for folder in ("local", "ray"):  # each a whole set of one run, no temporary left
+        assert check_output_set(tmp_path / folder).whole
+        assert not list((tmp_path / folder).glob(".*.tmp"))
     local_rows = (tmp_path / "local" / "rows.jsonl").read_bytes()
-    assert local_rows == (tmp_path / "ray" / "rows.jsonl").read_bytes()
+    assert local_rows.replace(str(local.report.run_id).encode(), b"") == (
+        tmp_path / "ray" / "rows.jsonl"
+    ).read_bytes().replace(str(remote.report.run_id).encode(), b"")
     assert local.report.input_sha256 == remote.report.input_sha256
     assert local.summary.model_dump(exclude={"files"}) == remote.summary.model_dump(
         exclude={"files"}

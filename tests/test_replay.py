@@ -38,7 +38,16 @@ FIELDS = [
     "reply",
     "finish_reason",
     "error",
+    "run_id",
 ]
+
+
+def without_run_id(folder: Path, name: str) -> bytes:
+    """A file's bytes with its run's id (every line names it) blanked: what a replay keeps."""
+    run_id = json.loads((folder / "report.json").read_text())["run_id"]
+    data = (folder / name).read_bytes()
+    assert data.count(f'"run_id": "{run_id}"}}\n'.encode()) == data.count(b"\n")
+    return data.replace(run_id.encode(), b"")
 
 
 def row(number: int) -> dict[str, object]:
@@ -131,6 +140,7 @@ class TestRecordedCalls:
             assert ("openai-compatible", "judge-1") == (call["provider"], call["model"])
             assert report.check.judge.prompt_sha256 == call["prompt_sha256"]
             assert ("ok", "stop", None) == (call["status"], call["finish_reason"], call["error"])
+            assert report.run_id == call["run_id"]
         replies = [call["reply"] for call in calls]
         assert f"not JSON at all {CANARY}" == replies[4]
         assert supported(1) == replies[0]
@@ -165,7 +175,7 @@ class TestRecordedCalls:
 
 class TestReplay:
     def test_a_replayed_run_reproduces_the_original_byte_for_byte(self, recorded, tmp_path):
-        """No server at all: rows.jsonl and judge-calls.jsonl are identical, the summary equal."""
+        """No server at all: rows.jsonl and judge-calls.jsonl are identical but for the run id."""
         runs, original, _ = recorded
         done = run_cli(
             "check",
@@ -180,12 +190,14 @@ class TestReplay:
         )
         assert 0 == done.returncode, done.stderr
         replayed = tmp_path / "replayed"
-        for name in ("rows.jsonl", JUDGE_CALLS_NAME):
-            assert (original / name).read_bytes() == (replayed / name).read_bytes(), name
         old = json.loads((original / "report.json").read_text())
         new = json.loads((replayed / "report.json").read_text())
-        # report.html shows when the run was made, so only its hash may differ.
-        del old["check"]["files"]["report.html"], new["check"]["files"]["report.html"]
+        assert old["run_id"] != new["run_id"]
+        # Each line names its own run (the last key); the rest is the same bytes.
+        for name in ("rows.jsonl", JUDGE_CALLS_NAME):
+            assert without_run_id(original, name) == without_run_id(replayed, name), name
+        # report.html shows when the run was made; every file names its run id.
+        del old["check"]["files"], new["check"]["files"]
         assert old["check"] == new["check"]
         assert old["input_sha256"] == new["input_sha256"]
         assert str(original) == new["config"]["replay_judge"]
@@ -275,8 +287,9 @@ class TestReplayedFailures:
         )
         assert first.summary.reasons == second.summary.reasons
         assert {"judge_call_failed": 1, "scoring_error": 1} == first.summary.reasons
+        assert first.report.run_id != second.report.run_id
         for name in ("rows.jsonl", JUDGE_CALLS_NAME):
-            assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+            assert without_run_id(tmp_path / "a", name) == without_run_id(tmp_path / "b", name)
 
 
 def call(prompt: str, reply: str, *, model: str = "judge-1") -> JudgeCall:

@@ -13,11 +13,23 @@ renamed over the destination with `os.replace`, which is atomic on POSIX and
 Windows. A process killed at any moment leaves the old report or none,
 never half of one (SPEC §8). It sits in the lowest layer so that the echo check and
 the calibration, below the reports layer, can use it too.
+
+Two more guarantees live here, in the mechanism, so that every command has them:
+
+- *Stale temporaries go.* A killed writer leaves its hidden temporary file. While an
+  `AtomicFile` is open it holds an exclusive ``flock`` on its temporary; opening one
+  for ``name`` first removes every ``.<name>.XXXXXXXX.tmp`` beside it whose lock can
+  be taken (its writer is dead), so a live writer's file is never touched.
+- *A set appears together.* Inside `publishing_together`, a `AtomicFile.commit`
+  seals the file (flushed, fsynced, still hidden and locked) and the renames all
+  happen when the block ends, in commit order; an error before then removes every
+  sealed temporary and publishes none.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -31,8 +43,15 @@ from typing import IO, TYPE_CHECKING, Annotated, Final
 from pydantic import BaseModel, ConfigDict, StringConstraints
 from pydantic_core import PydanticSerializationError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows has no flock
+    _flock = None
+else:
+    _flock = fcntl.flock
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
     from types import TracebackType
     from typing import Self
 
@@ -44,6 +63,7 @@ __all__ = [
     "citemark_version",
     "dataset_sha256",
     "identity_of",
+    "publishing_together",
     "remove_stale_temporaries",
     "utc_now",
     "write_report_atomically",
@@ -63,6 +83,12 @@ Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 _CHUNK: Final = 1 << 20
 # The mode a fresh report gets; mkstemp's own 0o600 would hide it from other users.
 _REPORT_MODE: Final = 0o644
+# A temporary file's name as tempfile.mkstemp makes it: ".<name>.<8 characters>.tmp".
+_RANDOM_PART: Final = r"\.[a-z0-9_]{8}\.tmp"
+# The files sealed inside the innermost `publishing_together` block, if any.
+_PENDING: contextvars.ContextVar[list[AtomicFile] | None] = contextvars.ContextVar(
+    "citemark_pending_publish", default=None
+)
 
 
 class ModelIdentity(BaseModel):
@@ -176,8 +202,9 @@ def write_report_atomically(path: str | os.PathLike[str], content: BaseModel | b
     rename itself survives a crash. If writing fails, the temporary file is removed
     and the error is raised. If the process is killed, the destination still holds
     its previous content (or does not exist), and a hidden ``.<name>.*.tmp`` file
-    may be left behind (``citemark check`` removes its own on the next run, see
-    `remove_stale_temporaries`).
+    may be left behind; the next write to the same destination removes it (see
+    `remove_stale_temporaries`). Inside `publishing_together` the rename waits for
+    the end of the block.
 
     Args:
         path: The report's destination.
@@ -248,7 +275,13 @@ class AtomicFile:
     file), renames it over the destination with `os.replace` and fsyncs the folder.
     Leaving the ``with`` block without a commit, or a commit that fails, removes the
     temporary file and leaves the destination untouched; a killed process leaves the
-    hidden file behind and the destination untouched.
+    hidden file behind and the destination untouched, and the next `AtomicFile` for
+    the same destination removes it (see `remove_stale_temporaries`).
+
+    While it is open, the temporary file is held under an exclusive ``flock`` (POSIX),
+    which is how a later writer tells a dead writer's leftover from a live writer's
+    file. Inside `publishing_together`, `commit` seals the file and the rename waits
+    for the end of the block.
 
     Example:
         ```python
@@ -270,17 +303,22 @@ class AtomicFile:
     """
 
     def __init__(self, path: Path) -> None:
-        """Open the hidden temporary file beside ``path``.
+        """Remove what dead writers left for ``path``; open a locked temporary file beside it.
 
         Raises:
             OSError: the folder does not exist or cannot be written.
         """
         self.path = path
         self._digest = hashlib.sha256()
-        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        self._temporary = Path(name)
-        self._handle: IO[bytes] = os.fdopen(descriptor, "wb")
+        remove_stale_temporaries(path.parent, (path.name,))
+        self._temporary, self._handle = _locked_temporary(path)
         self._committed = False
+        self._published = False
+
+    @property
+    def temporary(self) -> Path:
+        """The hidden file the bytes go to until the commit renames it."""
+        return self._temporary
 
     def write(self, data: bytes | memoryview) -> None:
         """Append ``data`` to the file (and to the SHA-256 `commit` returns)."""
@@ -288,19 +326,40 @@ class AtomicFile:
         self._handle.write(data)
 
     def commit(self) -> str:
-        """Make the file appear at its destination; return the SHA-256 of its bytes."""
+        """Make the file appear at its destination; return the SHA-256 of its bytes.
+
+        Inside `publishing_together` the file is only sealed here (flushed, fsynced,
+        its mode set, still hidden and locked); the block's end renames it.
+        """
         try:
             mode = self.path.stat().st_mode & 0o777
         except FileNotFoundError:
             mode = _REPORT_MODE
         self._handle.flush()
         os.fsync(self._handle.fileno())
-        self._handle.close()
         self._temporary.chmod(mode)
-        self._temporary.replace(self.path)
+        pending = _PENDING.get()
+        if pending is None:
+            self._publish()
+        else:
+            pending.append(self)
         self._committed = True
-        _fsync_folder(self.path.parent)
         return self._digest.hexdigest()
+
+    def _publish(self) -> None:
+        """Rename the sealed file into place, then release its lock."""
+        self._temporary.replace(self.path)
+        self._published = True
+        self._handle.close()
+        _fsync_folder(self.path.parent)
+
+    def _discard(self) -> None:
+        """Close and remove the temporary file; the destination is untouched."""
+        try:
+            self._handle.close()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                self._temporary.unlink()
 
     def __enter__(self) -> Self:
         """Return the file itself."""
@@ -316,37 +375,176 @@ class AtomicFile:
 
         The removal runs even when closing fails: on a full disk the close flushes
         what the failed write left buffered and raises again, and a temporary file
-        left behind would keep the disk full.
+        left behind would keep the disk full. A file sealed inside
+        `publishing_together` is left to the block, which publishes or removes it.
         """
         if not self._committed:
             try:
-                self._handle.close()
+                self._discard()
             except OSError:
                 if exc is None:
                     raise
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    self._temporary.unlink()
+
+
+@contextlib.contextmanager
+def publishing_together() -> Iterator[None]:
+    """Publish every `AtomicFile` committed inside the block together, at its end.
+
+    Each commit inside the block only seals its file (hidden, fsynced, locked). When
+    the block ends normally, the files are renamed into place in commit order, so
+    the file committed last (a run's ``report.json``, which names the others)
+    appears last. When the block ends with an exception, KeyboardInterrupt
+    included, or a rename fails, every file not yet renamed is removed and the
+    error propagates: no temporary file is left, and nothing new appears beyond
+    what was already renamed. POSIX has no rename of several files at once, so a
+    process killed between two renames still leaves some new files beside old
+    ones; the last file (``report.json``) says which set it belongs to.
+
+    Example:
+        ```python
+        import tempfile
+        from pathlib import Path
+
+        from citemark._artifacts import AtomicFile, publishing_together
+
+        with tempfile.TemporaryDirectory() as folder:
+            with publishing_together():
+                for name in ("a.txt", "b.txt"):
+                    with AtomicFile(Path(folder) / name) as file:
+                        file.write(b"x")
+                        file.commit()
+                print(sorted(p.name for p in Path(folder).iterdir() if not p.name.startswith(".")))
+            print(sorted(p.name for p in Path(folder).iterdir()))
+        #> []
+        #> ['a.txt', 'b.txt']
+        ```
+    """
+    pending: list[AtomicFile] = []
+    token = _PENDING.set(pending)
+    try:
+        yield
+    except BaseException:
+        _PENDING.reset(token)
+        _discard_all(pending)
+        raise
+    _PENDING.reset(token)
+    try:
+        while pending:
+            pending[0]._publish()  # noqa: SLF001 - the same module's mechanism
+            pending.pop(0)
+    except BaseException:
+        _discard_all(pending)
+        raise
+
+
+def _discard_all(files: list[AtomicFile]) -> None:
+    """Remove every sealed, unpublished temporary file; the first error is raised after."""
+    errors: list[OSError] = []
+    for file in files:
+        if not file._published:  # noqa: SLF001 - the same module's mechanism
+            try:
+                file._discard()  # noqa: SLF001
+            except OSError as error:
+                errors.append(error)
+    files.clear()
+    if errors:
+        raise errors[0]
+
+
+def _locked_temporary(path: Path) -> tuple[Path, IO[bytes]]:
+    """Create the hidden temporary file for ``path`` and hold an exclusive lock on it.
+
+    A cleaner may take the lock of a just-created file before its writer does and
+    remove it; the writer then finds its name gone (or another file under it) once
+    it holds the lock, and makes a new one. On a file system that refuses ``flock``
+    the file is written unlocked, as on Windows. Whatever interrupts this (even
+    KeyboardInterrupt) leaves no file behind.
+    """
+    while True:
+        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            handle = os.fdopen(descriptor, "wb")
+        except BaseException:
+            os.close(descriptor)
+            _unlink_quietly(name)
+            raise
+        try:
+            if _flock is None or not _locked(descriptor):
+                return Path(name), handle
+            if os.stat(name).st_ino == os.fstat(descriptor).st_ino:  # noqa: PTH116 - a str name
+                return Path(name), handle
+        except FileNotFoundError:
+            pass  # a cleaner removed it before the lock was ours: make another
+        except BaseException:
+            handle.close()
+            _unlink_quietly(name)
+            raise
+        handle.close()
+
+
+def _locked(descriptor: int) -> bool:
+    """Take an exclusive ``flock`` on ``descriptor``, waiting; False where flock is refused."""
+    assert _flock is not None  # noqa: S101 - checked by the caller
+    try:
+        _flock(descriptor, fcntl.LOCK_EX)
+    except OSError:  # e.g. ENOLCK on a network file system
+        return False
+    return True
+
+
+def _unlink_quietly(name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name)  # noqa: PTH108 - a str name
 
 
 def remove_stale_temporaries(folder: Path, names: Iterable[str]) -> int:
-    """Remove the hidden temporary files a killed run left for ``names`` in ``folder``.
+    """Remove the hidden temporary files dead writers left for ``names`` in ``folder``.
 
     Only files of `AtomicFile`'s own naming are touched (``.<name>.<8 characters>.tmp``,
-    as `tempfile.mkstemp` makes them), so nothing else in the folder is at risk.
-    Call it before the run opens its own. Returns how many were removed.
+    as `tempfile.mkstemp` makes them), and only those no live writer holds: each is
+    opened and its exclusive ``flock`` tried without waiting; a file whose lock is
+    held belongs to a running `AtomicFile` (in this process or another) and is kept.
+    Where ``flock`` does not exist (Windows), a file still open elsewhere cannot be
+    removed there anyway, and the removal is skipped. Every `AtomicFile` calls this
+    for its own destination when it opens. Returns how many were removed.
     """
-    patterns = [re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp") for name in names]
+    patterns = [re.compile(rf"\.{re.escape(name)}{_RANDOM_PART}") for name in names]
     removed = 0
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         for entry in os.scandir(folder):
             if entry.is_file(follow_symlinks=False) and any(
                 pattern.fullmatch(entry.name) for pattern in patterns
             ):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry.path)  # noqa: PTH108 - an os.DirEntry path
-                    removed += 1
+                removed += _remove_if_unlocked(entry.path)
     return removed
+
+
+def _remove_if_unlocked(name: str) -> bool:
+    """Remove ``name`` if no process holds its lock; whether it was removed."""
+    if _flock is None:
+        try:
+            os.unlink(name)  # noqa: PTH108 - a str name
+        except OSError:  # gone, or open in another process (Windows refuses)
+            return False
+        return True
+    try:
+        descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        try:
+            _flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: a live writer's file
+            return False
+        try:
+            if Path(name).lstat().st_ino != os.fstat(descriptor).st_ino:
+                return False
+            os.unlink(name)  # noqa: PTH108 - a str name
+        except OSError:
+            return False
+        return True
+    finally:
+        os.close(descriptor)
 
 
 def _fsync_folder(folder: Path) -> None:

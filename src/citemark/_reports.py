@@ -333,6 +333,10 @@ class EvalReport(BaseModel):
     check: CheckSummary | None = None
     """The check section, when the run checked recorded outputs."""
 
+    run_id: str | None = None
+    """The id of the run that made the report (``citemark check``: a fresh UUID4 in
+    hex), which every file the run wrote names too (see ``check_output_set``)."""
+
 
 async def run_synthesis(
     synthesizer: Synthesizer,

@@ -3,8 +3,10 @@ r"""Artifacts that say what produced them (SPEC §1 contract 4, §3.12).
 `EvalReport` (also at the top level) and its sections (`SynthesisReport`,
 `CheckSummary`, `VerdictCounts`), the model identity they record (`ModelIdentity`),
 the hash of their input (`dataset_sha256`), the atomic writer every artifact goes
-through (`write_report_atomically`), and `run_synthesis`, which answers a batch of
-questions and counts answered, abstained and rejected rows.
+through (`write_report_atomically`), `run_synthesis`, which answers a batch of
+questions and counts answered, abstained and rejected rows, and `check_output_set`,
+which says whether a ``citemark check`` folder is one whole set of one run
+(`OutputSetCheck`, `ArtifactProblem`).
 
 Example:
     ```python
@@ -23,6 +25,7 @@ from citemark._artifacts import (
     dataset_sha256,
     write_report_atomically,
 )
+from citemark._check.outputs import ArtifactProblem, OutputSetCheck, check_output_set
 from citemark._public import publish
 from citemark._reports import (
     CheckSummary,
@@ -35,11 +38,14 @@ from citemark._reports import (
 
 __all__ = [
     "DEFAULT_RESULTS_DIR",
+    "ArtifactProblem",
     "CheckSummary",
     "EvalReport",
     "ModelIdentity",
+    "OutputSetCheck",
     "SynthesisReport",
     "VerdictCounts",
+    "check_output_set",
     "dataset_sha256",
     "run_synthesis",
     "run_synthesis_sync",

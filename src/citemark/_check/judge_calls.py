@@ -43,9 +43,13 @@ def recording(scorer: CitationScorer) -> tuple[CitationScorer, JudgeCallRecorder
     return clone, recorder
 
 
-def call_line(line: int | None, row_id: str | None, call: dict[str, Any]) -> bytes:
-    """One ``judge-calls.jsonl`` line: the row's line and id, then the call's fields."""
+def call_line(
+    line: int | None, row_id: str | None, call: dict[str, Any], run_id: str | None = None
+) -> bytes:
+    """One ``judge-calls.jsonl`` line: the row's line and id, the call's fields, the run id."""
     record = {"line": line, "id": row_id, **call}
+    if run_id:
+        record["run_id"] = run_id
     return json.dumps(record, allow_nan=False).encode("ascii") + b"\n"
 
 
@@ -68,6 +72,7 @@ class JudgeCallsSink:
         loose: Callable[[], list[dict[str, Any]]] = list,
     ) -> None:
         self._file = AtomicFile(options.out_dir / JUDGE_CALLS_NAME)
+        self._run_id = options.run_id
         self._take = take
         self._loose = loose
         self.calls = 0
@@ -79,13 +84,13 @@ class JudgeCallsSink:
         if not isinstance(item, CheckRow):
             return
         for call in self._take():
-            self._file.write(call_line(item.line, item.id, call))
+            self._file.write(call_line(item.line, item.id, call, self._run_id))
             self.calls += 1
 
     def finish(self, facts: RunFacts) -> str:  # noqa: ARG002 - the calls need no summary
         """Write any call that belongs to no row, then publish the file."""
         for call in self._loose():
-            self._file.write(call_line(None, None, call))
+            self._file.write(call_line(None, None, call, self._run_id))
             self.calls += 1
         return self._file.commit()
 

@@ -79,6 +79,7 @@ class JUnitSink:
             f"timestamp={quoteattr(facts.created_at.isoformat())}>\n"
             "<properties>"
             f'<property name="input_sha256" value="{facts.input_sha256}"/>'
+            f'<property name="run_id" value={quoteattr(facts.run_id)}/>'
             f'<property name="citemark_version" value={quoteattr(facts.version)}/>'
             "</properties>\n"
         )

@@ -362,8 +362,13 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
     input_sha256: str,
     created_at: datetime,
     version: str,
+    run_id: str = "",
 ) -> str:
-    """The whole page: the header as HTML, the rows as data for the page's script."""
+    """The whole page: the header as HTML, the rows as data for the page's script.
+
+    A ``run_id`` (a check's, see ``citemark._check.outputs``) goes in a
+    ``<meta name="citemark-run-id">`` element.
+    """
     totals = {"failed": summary.failed, "unassessed": summary.unassessed, "passed": summary.passed}
     judge = (
         f"{_e(summary.judge.provider)} / {_e(summary.judge.model)} "
@@ -439,6 +444,7 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
         [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
+            *([f'<meta name="citemark-run-id" content="{_e(run_id)}">'] if run_id else []),
             f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>citemark check: {_e(input_name)}</title>",
@@ -559,6 +565,7 @@ class HtmlSink:
             input_sha256=facts.input_sha256,
             created_at=facts.created_at,
             version=facts.version,
+            run_id=facts.run_id,
         )
         data = page.encode("utf-8")
         write_report_atomically(self._out, data)

@@ -12,11 +12,15 @@ Lines are read as rows by ``citemark._runs.parse_row``. A line that is not a row
 *malformed*: it is recorded with its line number and a structural reason (never its
 text or its keys, which are untrusted), and the other rows are still scored.
 
-Nothing is half-written. ``rows.jsonl`` is streamed to a hidden temporary file in the
-output folder and renamed into place at the end; ``report.html`` and then
-``report.json`` are written with `citemark.write_report_atomically`, in that order, so
-``report.json`` appears last and records the SHA-256 of the other two. A process
-killed at any moment leaves the previous files, or none.
+Nothing is half-written, and the files appear as a set. Each run makes one run id
+(a UUID4 in hex) that every file names: ``report.json`` (``run_id``), each
+``rows.jsonl`` and ``judge-calls.jsonl`` line, ``report.html`` (a ``<meta>``) and
+``report.junit.xml`` (a ``<property>``). Every file is written to a hidden temporary
+file in the output folder first (`citemark._artifacts.publishing_together`); only
+once all of them, ``report.json`` included, are complete are they renamed into
+place, ``report.json`` last, since it records the SHA-256 of the others. A failure
+before that leaves no temporary file and no new file. A process killed between two
+renames leaves new files beside old ones, which ``check_output_set`` detects.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._artifacts import (
     ModelIdentity,
     citemark_version,
+    publishing_together,
     remove_stale_temporaries,
     utc_now,
     write_report_atomically,
@@ -48,6 +54,7 @@ from citemark._check.sinks import (
     JsonlSink,
     RunFacts,
     SinkOptions,
+    opened,
 )
 from citemark._errors import NoRowsError
 from citemark._provider_rows import count_provider_citations, with_provider_findings
@@ -168,6 +175,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     # With a judge, every call is recorded to judge-calls.jsonl (see judge_calls.py).
     scorer, recorder = recording(scorer)
     created_at = utc_now()
+    run_id = uuid.uuid4().hex
     digest = hashlib.sha256()
     tally = _Tally(group_by)
     chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
@@ -176,18 +184,28 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         ticker = _Ticker(progress, total)
         out.mkdir(parents=True, exist_ok=True)
         # What an earlier, killed run left half-written is removed before this run
-        # opens its own temporary files.
+        # opens its own temporary files (each AtomicFile also does so for its own
+        # name; this covers the formats this run does not write).
         remove_stale_temporaries(out, _OUTPUT_NAMES)
+        # Entered first, left last: every file below is published when the sinks
+        # are closed and report.json is sealed, or none is.
+        stack.enter_context(publishing_together())
         options = SinkOptions(
-            out, html_rows, scorer.label_pattern, scorer.citation_pattern, group_by
+            out,
+            html_rows,
+            scorer.label_pattern,
+            scorer.citation_pattern,
+            group_by,
+            run_id=run_id,
         )
-        html = HtmlSink(options)
-        sinks: list[CheckSink] = [JsonlSink(options), html]
-        sinks.extend(FORMATS[name](options) for name in formats)
+        # Each sink is closed from the moment it exists (see `opened`).
+        sinks: list[CheckSink] = [opened(stack, JsonlSink(options))]
+        html = opened(stack, HtmlSink(options))
+        sinks.append(html)
+        sinks.extend(opened(stack, FORMATS[name](options)) for name in formats)
         if recorder is not None:
-            sinks.append(JudgeCallsSink(options, recorder.next_row, lambda: recorder.loose))
-        for sink in sinks:
-            stack.callback(sink.close)
+            calls = JudgeCallsSink(options, recorder.next_row, lambda: recorder.loose)
+            sinks.append(opened(stack, calls))
         chunk: list[CheckRow | MalformedLine] = []
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)
@@ -217,17 +235,21 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         )
         summary = tally.summary(identity)
         input_sha256 = digest.hexdigest()
-        facts = RunFacts(summary, os.fspath(path), input_sha256, created_at, citemark_version())
-        # Each sink publishes its own file; report.json, written last, names them all.
+        facts = RunFacts(
+            summary, os.fspath(path), input_sha256, created_at, citemark_version(), run_id
+        )
+        # Each sink seals its own file; report.json, sealed last, names them all and
+        # is renamed into place last.
         files = {sink.name: sink.finish(facts) for sink in sinks}
-    summary = summary.model_copy(update={"files": files})
-    report = EvalReport(
-        created_at=created_at,
-        config=dict(config or {}),
-        input_sha256=input_sha256,
-        check=summary,
-    )
-    report_path = write_report_atomically(out / REPORT_NAME, report)
+        summary = summary.model_copy(update={"files": files})
+        report = EvalReport(
+            created_at=created_at,
+            config=dict(config or {}),
+            input_sha256=input_sha256,
+            check=summary,
+            run_id=run_id,
+        )
+        report_path = write_report_atomically(out / REPORT_NAME, report)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
 
 

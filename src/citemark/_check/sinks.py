@@ -17,7 +17,7 @@ line here.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
 from pydantic_core import PydanticSerializationError
 
@@ -26,6 +26,7 @@ from citemark._reports import MalformedLine
 from citemark._scorer.findings import ScoreFindings
 
 if TYPE_CHECKING:
+    import contextlib
     import re
     from collections.abc import Callable
     from datetime import datetime
@@ -43,11 +44,14 @@ __all__ = [
     "JsonlSink",
     "RunFacts",
     "SinkOptions",
+    "opened",
     "row_line",
     "row_record",
+    "with_run_id",
 ]
 
 ROWS_NAME: Final = "rows.jsonl"
+_S = TypeVar("_S", bound="CheckSink")
 _FINDINGS_JSON: Final = ScoreFindings.__pydantic_serializer__
 
 
@@ -73,6 +77,8 @@ class RunFacts(NamedTuple):
     """When the run started."""
     version: str
     """The citemark version."""
+    run_id: str = ""
+    """The run's id, which every artifact of the run names."""
 
 
 class SinkOptions(NamedTuple):
@@ -88,6 +94,8 @@ class SinkOptions(NamedTuple):
     """The scorer's citation pattern."""
     group_by: str | None = None
     """The row field counts are broken down by (``--group-by``), or None."""
+    run_id: str = ""
+    """The run's id, which every artifact of the run names (see `with_run_id`)."""
 
 
 class CheckSink(Protocol):
@@ -104,6 +112,16 @@ class CheckSink(Protocol):
 
     def close(self) -> None:
         """Release what the sink holds; without `finish`, leave no file behind."""
+
+
+def opened(stack: contextlib.ExitStack, sink: _S) -> _S:
+    """Register ``sink.close`` on ``stack`` as soon as the sink exists; return the sink.
+
+    A run builds its sinks one after another; closing each from the moment it is
+    built means a later sink failing to build still leaves no earlier temporary file.
+    """
+    stack.callback(sink.close)
+    return sink
 
 
 def row_record(row: CheckedRow, *, details: bool = True) -> dict[str, Any]:
@@ -152,6 +170,18 @@ def row_line(row: CheckedRow) -> bytes:
     )
 
 
+def with_run_id(line: bytes, run_id: str) -> bytes:
+    """A JSON object line (``{...}`` and a newline) with ``"run_id"`` added as its last key.
+
+    The line is extended in place, not parsed again, so every existing key keeps its
+    place and bytes; without a run id it is returned as is.
+    """
+    if not run_id:
+        return line
+    body = line.rstrip(b"\n")
+    return body[:-1] + b', "run_id": ' + json.dumps(run_id).encode("ascii") + b"}\n"
+
+
 class JsonlSink:
     """``rows.jsonl``: every row's full record, streamed as it is scored."""
 
@@ -159,10 +189,11 @@ class JsonlSink:
 
     def __init__(self, options: SinkOptions) -> None:
         self._file = AtomicFile(options.out_dir / ROWS_NAME)
+        self._run_id = options.run_id
 
     def add(self, row: CheckedRow) -> None:
-        """Append the row's record as one ASCII JSON line."""
-        self._file.write(row_line(row))
+        """Append the row's record, with the run id, as one ASCII JSON line."""
+        self._file.write(with_run_id(row_line(row), self._run_id))
 
     def finish(self, facts: RunFacts) -> str:  # noqa: ARG002 - rows.jsonl needs no summary
         """Publish the file."""

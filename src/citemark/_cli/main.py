@@ -736,6 +736,7 @@ def _print_check_result(args: argparse.Namespace, result: CheckResult) -> int:
                 "exit_code": code,
                 "input": str(runs),
                 "input_sha256": result.report.input_sha256,
+                "run_id": result.report.run_id,
                 "check": summary.model_dump(mode="json"),
                 "files": {
                     "report": str(result.report_path),

@@ -39,7 +39,7 @@ __all__ = ["ReplayChat"]
 
 _REPORT_NAME: Final = "report.json"
 # Keys of a judge-calls.jsonl line that say which row made the call, not what it was.
-_ROW_KEYS: Final = ("line", "id")
+_ROW_KEYS: Final = ("line", "id", "run_id")
 
 
 class ReplayChat:

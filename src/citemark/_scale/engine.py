@@ -28,11 +28,18 @@ import hashlib
 import json
 import os
 import pickle
+import uuid
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from citemark._artifacts import ModelIdentity, citemark_version, utc_now, write_report_atomically
+from citemark._artifacts import (
+    ModelIdentity,
+    citemark_version,
+    publishing_together,
+    utc_now,
+    write_report_atomically,
+)
 from citemark._check.html import HTML_NAME
 from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.page import HtmlSink
@@ -44,7 +51,9 @@ from citemark._check.sinks import (
     CheckSink,
     RunFacts,
     SinkOptions,
+    opened,
     row_line,
+    with_run_id,
 )
 from citemark._errors import NoRowsError
 from citemark._provider_rows import with_provider_findings
@@ -470,11 +479,12 @@ class _RecordSink:
         from citemark._artifacts import AtomicFile  # noqa: PLC0415
 
         self._file = AtomicFile(options.out_dir / ROWS_NAME)
+        self._run_id = options.run_id
         self.pending = ""
 
     def add(self, row: CheckedRow) -> None:
         del row
-        self._file.write(self.pending.encode("ascii") + b"\n")
+        self._file.write(with_run_id(self.pending.encode("ascii") + b"\n", self._run_id))
 
     def finish(self, facts: RunFacts) -> str:
         del facts
@@ -512,21 +522,27 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     )
     out = Path(out_dir)
     created_at = utc_now()
+    run_id = uuid.uuid4().hex
     scorer = scorer_factory()
     pending_calls: list[list[dict[str, Any]]] = []
     with contextlib.ExitStack() as stack:
         out.mkdir(parents=True, exist_ok=True)
+        # As in run_check: the whole set is published at the end, report.json last.
+        stack.enter_context(publishing_together())
         options = SinkOptions(
-            out, html_rows, scorer.label_pattern, scorer.citation_pattern, group_by
+            out,
+            html_rows,
+            scorer.label_pattern,
+            scorer.citation_pattern,
+            group_by,
+            run_id=run_id,
         )
-        records = _RecordSink(options)
-        html = HtmlSink(options)
+        records = opened(stack, _RecordSink(options))
+        html = opened(stack, HtmlSink(options))
         sinks: list[CheckSink] = [records, html]
-        sinks.extend(FORMATS[name](options) for name in formats)
+        sinks.extend(opened(stack, FORMATS[name](options)) for name in formats)
         if scorer.judge is not None:
-            sinks.append(JudgeCallsSink(options, pending_calls.pop))
-        for sink in sinks:
-            stack.callback(sink.close)
+            sinks.append(opened(stack, JudgeCallsSink(options, pending_calls.pop)))
 
         def on_row(checked: CheckedRow, columns: dict[str, Any]) -> None:
             records.pending = columns["record"]
@@ -544,11 +560,15 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
             on_row=on_row,
             group_by=group_by,
         )
-        facts = RunFacts(summary, source, input_sha256, created_at, citemark_version())
+        facts = RunFacts(summary, source, input_sha256, created_at, citemark_version(), run_id)
         files = {sink.name: sink.finish(facts) for sink in sinks}
-    summary = summary.model_copy(update={"files": files})
-    report = EvalReport(
-        created_at=created_at, config=dict(config or {}), input_sha256=input_sha256, check=summary
-    )
-    report_path = write_report_atomically(out / REPORT_NAME, report)
+        summary = summary.model_copy(update={"files": files})
+        report = EvalReport(
+            created_at=created_at,
+            config=dict(config or {}),
+            input_sha256=input_sha256,
+            check=summary,
+            run_id=run_id,
+        )
+        report_path = write_report_atomically(out / REPORT_NAME, report)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
