@@ -17,10 +17,11 @@ pass.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import NamedTuple
 
 from citemark._md_blocks import block_spans
-from citemark._md_fast import fast_spans
+from citemark._md_fast import INDENTED, INDENTED_LINE, fast_spans, quick_spans
 from citemark._syntax import GROUP_PATTERN, INT_PATTERN
 
 __all__ = ["OPENERS", "MarkerOccurrence", "MaskedSpan", "masked_spans", "parse_markers", "unmask"]
@@ -154,6 +155,9 @@ _LAST: tuple[str, tuple[MaskedSpan, ...]] | None = None
 
 
 def _parse(text: str) -> list[MaskedSpan]:
+    found = quick_spans(text)
+    if found is not None:  # sorted and disjoint by construction
+        return list(map(_as_masked, found))
     out: list[MaskedSpan] = []
     found = fast_spans(text)
     if found is None:
@@ -165,6 +169,11 @@ def _parse(text: str) -> list[MaskedSpan]:
             continue
         out.append(MaskedSpan(start, end, kind))
     return out
+
+
+# A scanner's (start, end, kind) as a MaskedSpan, without the named tuple's Python-level
+# constructor: the fields are the same three, in the same order.
+_as_masked = partial(tuple.__new__, MaskedSpan)
 
 
 def _may_mask(text: str) -> bool:
@@ -193,9 +202,8 @@ def _may_mask(text: str) -> bool:
 
 # Four spaces after nothing but spaces, block quote and list markers at a line start:
 # the only place indented code can begin (a tab is looked for on its own).
-_LINE_PREFIX = r"(?:[>*+\-0-9.)]| (?!   ))*+    "
-_INDENTED = re.compile(_LINE_PREFIX)
-_INDENTED_LINE = re.compile("\n" + _LINE_PREFIX)
+_INDENTED = INDENTED
+_INDENTED_LINE = INDENTED_LINE
 
 
 def _groups(text: str) -> list[re.Match[str]]:

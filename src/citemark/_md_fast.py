@@ -25,7 +25,7 @@ import re
 from citemark._md_blocks import _contiguous, _join, _map
 from citemark._md_inline import InlineScanner, Span
 
-__all__ = ["fast_spans"]
+__all__ = ["INDENTED", "INDENTED_LINE", "fast_spans", "quick_spans"]
 
 # A line that opens with an ordinary character, or with a backtick or tilde that
 # opens no fence: paragraph text in any context here.
@@ -33,7 +33,19 @@ _PLAIN = r"(?:[^\x00-\x20#`~<*+\-_=>0-9|:]|`(?!``)|~(?!~~))[^\n]*+(?:\n|\Z)"
 # Runs of plain lines, bulleted items ("- " and a plain line), quote lines ("> " and
 # a plain line) and empty lines.
 _RUN = re.compile(rf"(?:{_PLAIN}|[-+*>] {_PLAIN}|\n)*+")
+# The same runs found by where they end: at the first line start that opens none of
+# those lines. Only line starts are looked at, after a literal newline the engine
+# skips to, so this costs about half of matching every character of the run.
+_PLAIN_START = r"[^\x00-\x20#`~<*+\-_=>0-9|:]|`(?!``)|~(?!~~)"
+_SIMPLE_LINE = rf"\n|\Z|{_PLAIN_START}|[-+*>] (?:{_PLAIN_START})"
+_ODD_LINE = re.compile(rf"\n(?!{_SIMPLE_LINE})")
+_ODD_FIRST = re.compile(rf"(?!{_SIMPLE_LINE})")
 _FENCE = re.compile(r"`{3,}+(?![^`\n]*+`)|~{3,}+")
+# Four spaces after nothing but spaces, block quote and list markers at a line start:
+# the only place indented code can begin (a tab is looked for on its own).
+_LINE_PREFIX = r"(?:[>*+\-0-9.)]| (?!   ))*+    "
+INDENTED = re.compile(_LINE_PREFIX)
+INDENTED_LINE = re.compile("\n" + _LINE_PREFIX)
 # A fence line after a newline: the literal first character lets the engine skip ahead.
 _FENCE_LINE = re.compile(r"\n {0,3}+(`{3,}+|~{3,}+)[ \t]*+(?=\n|\Z)")
 _DELIMITER_ROW = re.compile(r"\|?+[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?+[ \t]*+$")
@@ -48,7 +60,7 @@ def fast_spans(text: str) -> list[Span] | None:
     pos, n = 0, len(text)
     block_end = 0  # where the last fence or table ended: a table may start there
     while True:
-        stop = _RUN.match(text, pos).end()  # type: ignore[union-attr]  # it matches empty
+        stop = _run_end(text, pos)
         if stop > pos and _inline(text, pos, stop):
             runs.append((pos, stop))
         if stop >= n:
@@ -78,6 +90,155 @@ def fast_spans(text: str) -> list[Span] | None:
                 _paragraphs(scanner, text, block_start, block_end, spans)
         spans.sort()
     return spans
+
+
+def _run_end(text: str, pos: int) -> int:
+    """Where the run of simple lines starting at the line start ``pos`` ends (`_RUN`)."""
+    if _ODD_FIRST.match(text, pos) is not None:
+        return pos
+    odd = _ODD_LINE.search(text, pos)
+    return len(text) if odd is None else odd.start() + 1
+
+
+def quick_spans(text: str) -> list[Span] | None:
+    """The masked spans of prose with top-level fences, inert tables and simple code spans.
+
+    The shapes most answers that mask anything take, read with a handful of
+    one-character searches and no line walk: every backtick, pipe and ``~~~`` of
+    ``text`` is visited in order and must be part of a closed fence at column 0, of
+    an inert table at a block start (see `_table`), or of a code span of single
+    backticks that opens and closes on one line (no backslash before it). Between
+    those, every ``](`` must end a simple inline link (see `_simple_link`) and the
+    text must hold nothing else that can mask (no ``<``, tab or indentation; no
+    ``]:`` or carriage return anywhere), so its block structure,
+    whatever it is, hides nothing. A fence at column 0 interrupts any paragraph and
+    is no lazy continuation, so it opens at the top level; a code span on one line
+    is the same span in a paragraph, a heading, an item, a quote or a table cell.
+
+    Returns None for anything else, and `fast_spans` or the full scanner decides.
+    """
+    if "\r" in text or _may_define(text):
+        return None
+    spans: list[Span] = []
+    regions: list[tuple[int, int]] = []  # fences, tables and code spans, in order
+    n = len(text)
+    pos = block_end = 0  # a table may start where the last fence or table ended
+    tick = pipe = tilde = paren = -1  # the next of each, searched again once passed
+    while True:
+        if tick < pos:
+            tick = text.find("`", pos) % (n + 1)  # -1 becomes n: none
+        if pipe < pos:
+            pipe = text.find("|", pos) % (n + 1)
+        if tilde < pos:
+            tilde = _tildes(text, pos)
+        if paren < pos:
+            paren = _link_tail(text, pos)
+        at = min(tick, pipe, tilde, paren)
+        if at >= n:
+            break
+        if at == paren:
+            end = _simple_link(text, pos, at)
+            if end < 0:
+                return None
+            spans.append(Span(at, end, "link_destination"))
+            regions.append((at, end))
+            pos = end
+            continue
+        line_start = at == 0 or text[at - 1] == "\n"
+        if at == pipe:
+            if not line_start or not (at == block_end or text.startswith("\n\n", at - 2)):
+                return None  # a pipe inside a paragraph may make it a table's header
+            end = _table(text, at)
+        elif line_start and (at == tilde or text.startswith("```", at)):
+            end = _fence(text, at, spans)
+        elif at == tilde or text.startswith("``", at) or (at and text[at - 1] == "\\"):
+            return None  # an indented fence, a longer run or an escaped backtick
+        else:
+            close = text.find("`", at + 1)
+            if close < 0 or text.startswith("``", close) or text.find("\n", at, close) >= 0:
+                return None
+            spans.append(Span(at, close + 1, "code"))
+            regions.append((at, close + 1))
+            pos = close + 1
+            continue
+        if end < 0:
+            return None
+        regions.append((at, end))
+        pos = block_end = end
+    if _masks_outside(text, regions):
+        return None
+    return spans
+
+
+_SIMPLE_TAIL = re.compile(r"\([^\x00-\x20()<>\\`\[\]]*+\)")
+
+
+def _simple_link(text: str, pos: int, paren: int) -> int:
+    """The end of an inline link whose ``](`` has its ``(`` at ``paren``, or -1.
+
+    Only the simple form: a ``[`` after ``pos`` on the same line with no bracket,
+    backslash or ``!`` about it, and a bare destination with nothing after it. Then
+    that ``[`` is the innermost open bracket, active (no link formed after it), and
+    the link is ``[`` ... ``](destination)``, its tail masked as the full scanner does.
+    """
+    close = paren - 1
+    opener = text.rfind("[", pos, close)
+    if (
+        opener < 0
+        or (opener > 0 and text[opener - 1] in "!\\")
+        or text[close - 1] == "\\"
+        or text.find("]", opener, close) >= 0
+        or text.find("\n", opener, close) >= 0
+    ):
+        return -1
+    tail = _SIMPLE_TAIL.match(text, paren)
+    return -1 if tail is None else tail.end()
+
+
+def _link_tail(text: str, pos: int) -> int:
+    """The ``(`` of the next ``](`` at or after ``pos``, found at each ``(``; else ``len(text)``."""
+    at = text.find("(", pos)
+    while at >= 0 and (at == 0 or text[at - 1] != "]"):
+        at = text.find("(", at + 1)
+    return len(text) if at < 0 else at
+
+
+def _masks_outside(text: str, regions: list[tuple[int, int]]) -> bool:
+    """Whether ``<``, a tab or indentation occurs outside the sorted ``regions``.
+
+    Each search runs over the whole text once: one found inside a region resumes
+    at the region's end.
+    """
+    last = len(regions)
+    for char in "<\t":
+        at = text.find(char)
+        i = 0
+        while at >= 0:
+            while i < last and regions[i][1] <= at:
+                i += 1
+            if i == last or regions[i][0] > at:
+                return True
+            at = text.find(char, regions[i][1])
+    if INDENTED.match(text) is not None:
+        return True
+    m = INDENTED_LINE.search(text)
+    i = 0
+    while m is not None:
+        line = m.start() + 1
+        while i < last and regions[i][1] <= line:
+            i += 1
+        if i == last or regions[i][0] > line:
+            return True
+        m = INDENTED_LINE.search(text, regions[i][1] - 1)
+    return False
+
+
+def _tildes(text: str, pos: int) -> int:
+    """The next ``~~~`` at or after ``pos``, found at each ``~``; ``len(text)`` for none."""
+    at = text.find("~", pos)
+    while at >= 0 and not text.startswith("~~~", at):
+        at = text.find("~", at + 1)
+    return len(text) if at < 0 else at
 
 
 def _may_define(text: str) -> bool:
@@ -153,7 +314,11 @@ def _table(text: str, pos: int) -> int:
     if _cell_count(lines[0]) != count:
         return -1
     for line in lines[2:]:
-        if not line.startswith("|") or _cell_count(line) > count:
+        if not line.startswith("|"):
+            return -1
+        # A row that ends with a pipe has one cell fewer than pipes: the usual row is
+        # settled by one count, the others by splitting it as the full scanner does.
+        if (line.count("|") > count + 1 or not line.endswith("|")) and _cell_count(line) > count:
             return -1
     return end
 

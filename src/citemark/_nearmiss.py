@@ -185,18 +185,24 @@ def may_hold_unrecognized(text: str, groups: int) -> bool:
     return "(" in text and _PARENS.search(text) is not None
 
 
-def may_hold_unrecognized_beyond(text: str, *, lone_bracket: bool) -> bool:
+def may_hold_unrecognized_beyond(
+    text: str, *, lone_bracket: bool, unmasked: str | None = None
+) -> bool:
     """`may_hold_unrecognized` given whether a visible ``[`` opens no citing group.
 
     A candidate that starts inside a masked span is never reported unless it is an
     autolink (which needs a ``<``), so only the ``[`` a reader sees count: with
     every one of them opening a citing group, no bracket candidate can be found.
+    For the same reason, given ``unmasked`` (``text`` with its masked spans
+    overwritten, see ``_markers.unmask``), the characters other candidates open with
+    are looked for there: a ``(`` that only code holds opens nothing reported.
     """
-    if lone_bracket or not text.isascii():
+    visible = text if unmasked is None else unmasked
+    if lone_bracket or not visible.isascii():
         return True
-    if "&" in text or "<" in text or "\\" in text:
+    if "&" in visible or "<" in text or "\\" in visible:
         return True
-    return "(" in text and _PARENS.search(text) is not None
+    return "(" in visible and _PARENS.search(text) is not None
 
 
 def parse_range(token: str) -> tuple[int, int] | None:

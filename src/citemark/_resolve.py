@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel
+
 from citemark._errors import (
     MarkerOutOfRangeError,
     NoSourcesError,
@@ -91,11 +93,12 @@ def resolve(
         #> [(2, 'm'), (1, 'a')]
         ```
     """
-    base = check_index_base(index_base)
+    # The defaults' checks first, in line: this is the hot path of every check.
+    base = 1 if type(index_base) is int and index_base == 1 else check_index_base(index_base)
     count = len(sources)
     if count == 0:
         raise NoSourcesError
-    if is_blank(text):
+    if not (type(text) is str and text[:1].isalnum()) and is_blank(text):  # visible at once
         msg = "the answer is blank: a blank completion is not an abstention"
         raise SynthesisError(msg)
     # One parse serves the groups and the near-miss scan (issue 11).
@@ -103,7 +106,8 @@ def resolve(
     bodies = OPENERS.findall(unmasked)  # "" for a visible "[" that opens no group
     unrecognized = (
         unrecognized_in(text, unmasked, spans)
-        if type(text) is str and may_hold_unrecognized_beyond(text, lone_bracket="" in bodies)
+        if type(text) is str
+        and may_hold_unrecognized_beyond(text, lone_bracket="" in bodies, unmasked=unmasked)
         else ()
     )
     if allow_ranges and any(token.kind == "range" for token in unrecognized):
@@ -201,13 +205,22 @@ def _answer(
         text = str.__str__(text)
     if type(text) is not str:
         return CitedAnswer(text=text, citations=citations)  # let pydantic coerce or refuse
-    answer = CitedAnswer.__new__(CitedAnswer)
+    answer = _new(CitedAnswer)
     fields = {"text": text, "citations": citations, "unrecognized": unrecognized}
-    object.__setattr__(answer, "__dict__", fields)
-    object.__setattr__(answer, "__pydantic_fields_set__", _ANSWER_FIELDS)
-    object.__setattr__(answer, "__pydantic_extra__", None)
-    object.__setattr__(answer, "__pydantic_private__", None)
+    _setattr(answer, "__dict__", fields)
+    _set_fields_set(answer, _ANSWER_FIELDS)
+    _set_extra(answer, None)
+    _set_private(answer, None)
     return answer
+
+
+# The slots every pydantic model has, written through their descriptors: the model is
+# frozen, and a slot's own setter costs less than object.__setattr__ by name.
+_new = object.__new__
+_setattr = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _body_pairs(
