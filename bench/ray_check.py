@@ -3,13 +3,14 @@
 Generates N rows (default 1,000,000; bench/check.py's generator), then in one run:
 the local engine (``citemark check``) and ``--engine ray --ray-workers 2``, each in its
 own subprocess, each on the same file. Prints wall time, rows/s, the ratio
-(ray / local), whether ``rows.jsonl`` is byte-identical, and the driver's peak RSS
-(``ru_maxrss`` of the waited child). Ray's workers are not children of the command, so
+(ray / local), whether ``rows.jsonl`` is byte-identical (apart from the run id every
+line names), and the driver's peak RSS (``ru_maxrss`` of the waited child). Ray's workers are not children of the command, so
 their peak memory is not measured here.
 
 Then a replay: a judged 10,000-row check against a loopback judge (tests/fake_openai.py),
 and the same check replayed with ``--replay-judge``: rows/s of each next to the
-deterministic check of the same rows, and whether ``rows.jsonl`` is byte-identical.
+deterministic check of the same rows, and whether ``rows.jsonl`` is byte-identical
+apart from the run id.
 
 Run: ``.venv/bin/python bench/ray_check.py`` (``--rows 200000`` for a shorter run).
 """
@@ -56,6 +57,12 @@ def timed(args: list[str]) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss
 
 
+def rows_without_run_id(folder: Path) -> bytes:
+    """``rows.jsonl`` with its run's id (which every line names) blanked out."""
+    run_id = json.loads((folder / "report.json").read_text(encoding="utf-8"))["run_id"]
+    return (folder / "rows.jsonl").read_bytes().replace(run_id.encode("ascii"), b"")
+
+
 def ray_vs_local(rows: int, tmp: Path) -> None:
     data = tmp / "rows.jsonl"
     generate(data, rows)
@@ -63,7 +70,7 @@ def ray_vs_local(rows: int, tmp: Path) -> None:
     ray_s, ray_rss = timed(
         ["check", str(data), "--out", str(tmp / "ray"), "--engine", "ray", "--ray-workers", "2"]
     )
-    same = (tmp / "local" / "rows.jsonl").read_bytes() == (tmp / "ray" / "rows.jsonl").read_bytes()
+    same = rows_without_run_id(tmp / "local") == rows_without_run_id(tmp / "ray")
     print(f"deterministic check, {rows:,} rows, {os.cpu_count()} cores")
     print(
         f"  local : {local_s:7.1f} s  {rows / local_s:9,.0f} rows/s  peak RSS {local_rss / 1024:6.0f} MiB"
@@ -102,9 +109,7 @@ def replay(rows: int, tmp: Path) -> None:
     replay_s, _ = timed(
         ["check", str(data), "--out", str(tmp / "replayed"), "--replay-judge", str(tmp / "judged")]
     )
-    same = (tmp / "judged" / "rows.jsonl").read_bytes() == (
-        tmp / "replayed" / "rows.jsonl"
-    ).read_bytes()
+    same = rows_without_run_id(tmp / "judged") == rows_without_run_id(tmp / "replayed")
     print(f"replay, {rows:,} judged rows (loopback judge, 10 ms per reply, concurrency 32)")
     print(f"  deterministic check: {rows / plain_s:9,.0f} rows/s")
     print(f"  judged (live)      : {rows / judged_s:9,.0f} rows/s")
