@@ -78,6 +78,7 @@ __all__ = [
     "ROWS_NAME",
     "CheckResult",
     "NoRowsError",
+    "finish_outputs",
     "is_violation",
     "run_check",
 ]
@@ -238,19 +239,30 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         facts = RunFacts(
             summary, os.fspath(path), input_sha256, created_at, citemark_version(), run_id
         )
-        # Each sink seals its own file; report.json, sealed last, names them all and
-        # is renamed into place last.
-        files = {sink.name: sink.finish(facts) for sink in sinks}
-        summary = summary.model_copy(update={"files": files})
-        report = EvalReport(
-            created_at=created_at,
-            config=dict(config or {}),
-            input_sha256=input_sha256,
-            check=summary,
-            run_id=run_id,
-        )
-        report_path = write_report_atomically(out / REPORT_NAME, report)
+        report, report_path = finish_outputs(out, sinks, facts, config)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
+
+
+def finish_outputs(
+    out: Path,
+    sinks: Sequence[CheckSink],
+    facts: RunFacts,
+    config: Mapping[str, JsonValue] | None,
+) -> tuple[EvalReport, Path]:
+    """Seal every sink's file, then ``report.json``, which names them all.
+
+    Inside `publishing_together` the renames wait for the end of the block, in this
+    order, so ``report.json`` appears last. Both engines end a run here.
+    """
+    files = {sink.name: sink.finish(facts) for sink in sinks}
+    report = EvalReport(
+        created_at=facts.created_at,
+        config=dict(config or {}),
+        input_sha256=facts.input_sha256,
+        check=facts.summary.model_copy(update={"files": files}),
+        run_id=facts.run_id,
+    )
+    return report, write_report_atomically(out / REPORT_NAME, report)
 
 
 # Every file a run may write, so a later run can remove what a killed one left.

@@ -38,12 +38,11 @@ from citemark._artifacts import (
     citemark_version,
     publishing_together,
     utc_now,
-    write_report_atomically,
 )
 from citemark._check.html import HTML_NAME
 from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.page import HtmlSink
-from citemark._check.run import REPORT_NAME, CheckResult, _Tally
+from citemark._check.run import CheckResult, _Tally, finish_outputs
 from citemark._check.sinks import (
     FORMATS,
     ROWS_NAME,
@@ -57,7 +56,7 @@ from citemark._check.sinks import (
 )
 from citemark._errors import NoRowsError
 from citemark._provider_rows import with_provider_findings
-from citemark._reports import CheckSummary, EvalReport, MalformedLine
+from citemark._reports import CheckSummary, MalformedLine
 from citemark._runs import CheckRow, parse_row
 from citemark._scorer.findings import ScoreFindings
 from citemark._scorer.result import unassessed
@@ -561,14 +560,5 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
             group_by=group_by,
         )
         facts = RunFacts(summary, source, input_sha256, created_at, citemark_version(), run_id)
-        files = {sink.name: sink.finish(facts) for sink in sinks}
-        summary = summary.model_copy(update={"files": files})
-        report = EvalReport(
-            created_at=created_at,
-            config=dict(config or {}),
-            input_sha256=input_sha256,
-            check=summary,
-            run_id=run_id,
-        )
-        report_path = write_report_atomically(out / REPORT_NAME, report)
+        report, report_path = finish_outputs(out, sinks, facts, config)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
