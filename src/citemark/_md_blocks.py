@@ -29,7 +29,7 @@ from citemark._md_inline import (
     normalize_label,
 )
 
-__all__ = ["block_spans"]
+__all__ = ["block_spans", "fence_end"]
 
 _EOL = re.compile(r"\r\n|\r|\n")
 _ATX = re.compile(r"#{1,6}+(?:[ \t]|$)")
@@ -73,7 +73,8 @@ _SPECIAL = frozenset("#`~<*+-_=>0123456789|:")
 _PLAIN_LINE = r"[^\x00-\x20#`~<*+\-_=>0-9|:][^\n]*+(?:\n|\Z)"
 _SIMPLE_BLOCK = re.compile(rf"(?:{_PLAIN_LINE})*+(?:([-+*]) {_PLAIN_LINE}(?:{_PLAIN_LINE})*+)*+")
 # A closing fence line (for a fence opened at column 0).
-_FENCE_LINE = re.compile(r"^ {0,3}+(`{3,}+|~{3,}+)[ \t]*+$", re.MULTILINE)
+# A fence line after a newline: the literal first character lets the engine skip ahead.
+_FENCE_LINE = re.compile(r"\n {0,3}+(`{3,}+|~{3,}+)[ \t]*+(?=\n|\Z)")
 
 # Block kinds.
 DOC, QUOTE, LIST, ITEM, PARA, FENCE, CODE, HTML, TABLE = range(9)
@@ -307,22 +308,12 @@ class _Scanner:
 
     def _skip_fence(self, pos: int) -> int:
         """A fenced code block at column 0 that closes: mask it whole, return what follows."""
-        text = self.text
-        eol = text.find("\n", pos)
-        if eol < 0:
-            return -1
-        opener = _FENCE.match(text, pos, eol)
-        if opener is None:
-            return -1
-        char, size = text[pos], opener.end() - pos
-        close = _FENCE_LINE.search(text, eol + 1)
-        while close is not None and (close.group(1)[0] != char or len(close.group(1)) < size):
-            close = _FENCE_LINE.search(text, close.end())
-        if close is None:
-            return -1  # it runs to the end of the text: the line loop reads it
+        end = fence_end(self.text, pos)
+        if end < 0:
+            return -1  # no fence, or it runs to the end of the text: the line loop reads it
         del self.stack[1:]
-        self.spans.append(Span(pos, close.end(), "code"))
-        return close.end() + 1
+        self.spans.append(Span(pos, end, "code"))
+        return end + 1
 
     def _line(self, start: int, end: int) -> None:  # noqa: PLR0915 - one branch per rule
         text, stack = self.text, self.stack
@@ -618,6 +609,27 @@ class _Scanner:
                 self.inline.append([(cell_start, cell_end)])
             else:
                 self.spans.append(Span(cell_start, cell_end, "table_overflow"))
+
+
+def fence_end(text: str, pos: int) -> int:
+    """Where the fenced code block opening at ``pos`` (column 0) ends, or -1.
+
+    The end is that of its closing line (a run of the opener's character at least as
+    long, with nothing after it but spaces); -1 when the line at ``pos`` opens no
+    fence or the fence never closes. Both the full and the fast scanner read a
+    top-level fence with it.
+    """
+    eol = text.find("\n", pos)
+    if eol < 0:
+        return -1
+    opener = _FENCE.match(text, pos, eol)
+    if opener is None:
+        return -1
+    char, size = text[pos], opener.end() - pos
+    close = _FENCE_LINE.search(text, eol)
+    while close is not None and (close.group(1)[0] != char or len(close.group(1)) < size):
+        close = _FENCE_LINE.search(text, close.end())
+    return -1 if close is None else close.end()
 
 
 def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from citemark._md_blocks import _contiguous, _join, _map
+from citemark._md_blocks import _FENCE, _contiguous, _join, _map, fence_end
 from citemark._md_inline import InlineScanner, Span
 
 __all__ = ["INDENTED", "INDENTED_LINE", "fast_spans", "quick_spans"]
@@ -40,14 +40,11 @@ _PLAIN_START = r"[^\x00-\x20#`~<*+\-_=>0-9|:]|`(?!``)|~(?!~~)"
 _SIMPLE_LINE = rf"\n|\Z|{_PLAIN_START}|[-+*>] (?:{_PLAIN_START})"
 _ODD_LINE = re.compile(rf"\n(?!{_SIMPLE_LINE})")
 _ODD_FIRST = re.compile(rf"(?!{_SIMPLE_LINE})")
-_FENCE = re.compile(r"`{3,}+(?![^`\n]*+`)|~{3,}+")
 # Four spaces after nothing but spaces, block quote and list markers at a line start:
 # the only place indented code can begin (a tab is looked for on its own).
 _LINE_PREFIX = r"(?:[>*+\-0-9.)]| (?!   ))*+    "
 INDENTED = re.compile(_LINE_PREFIX)
 INDENTED_LINE = re.compile("\n" + _LINE_PREFIX)
-# A fence line after a newline: the literal first character lets the engine skip ahead.
-_FENCE_LINE = re.compile(r"\n {0,3}+(`{3,}+|~{3,}+)[ \t]*+(?=\n|\Z)")
 _DELIMITER_ROW = re.compile(r"\|?+[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?+[ \t]*+$")
 
 
@@ -262,20 +259,11 @@ def _inline(text: str, start: int, end: int) -> bool:
 
 def _fence(text: str, pos: int, spans: list[Span]) -> int:
     """A fence at column 0 that closes: masked whole; where the text goes on, or -1."""
-    eol = text.find("\n", pos)
-    if eol < 0:
+    end = fence_end(text, pos)
+    if end < 0:
         return -1
-    opener = _FENCE.match(text, pos, eol)
-    if opener is None:
-        return -1
-    char, size = text[pos], opener.end() - pos
-    close = _FENCE_LINE.search(text, eol)
-    while close is not None and (close.group(1)[0] != char or len(close.group(1)) < size):
-        close = _FENCE_LINE.search(text, close.end())
-    if close is None:
-        return -1
-    spans.append(Span(pos, close.end(), "code"))
-    return close.end() + 1
+    spans.append(Span(pos, end, "code"))
+    return end + 1
 
 
 def _item_fence(text: str, pos: int, spans: list[Span]) -> int:
