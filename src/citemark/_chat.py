@@ -15,6 +15,7 @@ httpx's exceptions are translated in one place, `_post_once`, the way httpx's ow
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import math
@@ -455,17 +456,26 @@ async def _post_within(
     cancellation inside it) is neither the cause nor the context.
     """
     exchange = _Exchange()
-    try:
+    with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(deadline):
             return await _post_once(client, request, model, max_bytes, exchange)
-    except TimeoutError:
-        pass
     raise ChatError(
         "the call ran past its deadline",
         provider=_PROVIDER,
         model=model,
         status=exchange.status,
         reason="deadline",
+    )
+
+
+def _too_large(model: str, status: int) -> ChatError:
+    """The refusal of a reply whose decoded size passed ``max_reply_bytes``."""
+    return ChatError(
+        "the decoded reply grew past max_reply_bytes",
+        provider=_PROVIDER,
+        model=model,
+        status=status,
+        reason="reply_too_large",
     )
 
 
@@ -622,13 +632,7 @@ async def _read_bounded(response: httpx.Response, max_bytes: int, model: str) ->
         # MockTransport does): it is in memory already, and only its size is checked.
         content = response.content
         if len(content) > max_bytes:
-            raise ChatError(
-                "the decoded reply grew past max_reply_bytes",
-                provider=_PROVIDER,
-                model=model,
-                status=response.status_code,
-                reason="reply_too_large",
-            )
+            raise _too_large(model, response.status_code)
         return content
     decoders = _decoders(response.headers.get("content-encoding", ""))
     if decoders is None:
@@ -656,13 +660,7 @@ async def _read_bounded(response: httpx.Response, max_bytes: int, model: str) ->
             break
         size += len(data)
         if size > max_bytes:
-            raise ChatError(
-                "the decoded reply grew past max_reply_bytes",
-                provider=_PROVIDER,
-                model=model,
-                status=response.status_code,
-                reason="reply_too_large",
-            )
+            raise _too_large(model, response.status_code)
         parts.append(data)
     if failed or not all(decoder.complete() for decoder in decoders):
         raise ChatError(
