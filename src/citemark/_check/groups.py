@@ -27,6 +27,7 @@ __all__ = [
     "NO_GROUP",
     "OTHER_GROUP",
     "CauseTally",
+    "GroupNames",
     "GroupTally",
     "failure_cause",
     "group_name",
@@ -77,20 +78,38 @@ def failure_cause(score: CitationScore) -> tuple[str, str] | None:
     return "unassessed", reason
 
 
+class GroupNames:
+    """The group of each row, named in input order.
+
+    The first `MAX_GROUPS` distinct names are kept; every later value is in
+    `OTHER_GROUP`. The summary's tally and the page name rows with it alike.
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def group_of(self, value: object) -> str:
+        """The group a row with field value ``value`` is counted in."""
+        name = group_name(value)
+        if name not in self._seen:
+            if len(self._seen) >= MAX_GROUPS:
+                return OTHER_GROUP
+            self._seen.add(name)
+        return name
+
+
 class GroupTally:
     """The summary's counts per group, bounded by `MAX_GROUPS`."""
 
     def __init__(self) -> None:
+        self._names = GroupNames()
         self._counts: dict[str, dict[str, int]] = {}
         self._violations: dict[str, dict[str, int]] = {}
         self._reasons: dict[str, dict[str, int]] = {}
 
     def group_of(self, value: object) -> str:
-        """The group a row with field value ``value`` is counted in."""
-        name = group_name(value)
-        if name not in self._counts and len(self._counts) >= MAX_GROUPS:
-            return OTHER_GROUP
-        return name
+        """The group a row with field value ``value`` is counted in (see `GroupNames`)."""
+        return self._names.group_of(value)
 
     def add(self, group: str, score: CitationScore) -> None:
         """Count one scored row in ``group`` (a name from `group_of`)."""

@@ -40,7 +40,7 @@ import json
 from typing import TYPE_CHECKING, Final
 
 from citemark._artifacts import write_report_atomically
-from citemark._check.groups import GroupTally
+from citemark._check.groups import GroupNames
 from citemark._check.html import (
     _IGNORED_WHY,
     _MAX_ANSWER_CHARS,
@@ -513,7 +513,7 @@ class HtmlSink:
         self._citation_pattern = options.citation_pattern
         # Rows are named by group as the summary names them: the same bounded names,
         # assigned in the same input order.
-        self._groups = None if options.group_by is None else GroupTally()
+        self._groups = None if options.group_by is None else GroupNames()
 
     def add(self, row: CheckedRow) -> None:
         """Record the row if the page has room for its tier."""
@@ -523,7 +523,6 @@ class HtmlSink:
         group = None
         if self._groups is not None:
             group = self._groups.group_of(item.group)
-            self._groups.add(group, score)
         tier = _tier(score)
         if self.count >= self.limit:
             worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
