@@ -47,6 +47,16 @@ class TestResolve:
         text = "[2] and [1][2] and [02]"
         assert (citation(2), citation(1)) == resolve(text, SOURCES).citations
 
+    def test_a_source_list_changed_in_place_resolves_against_its_new_sources(self):
+        """The citations made for a list are reused only while it holds the same sources."""
+        sources = list(SOURCES)
+        assert resolve("[1] [2]", sources).citations == (citation(1), citation(2))
+        sources[0] = Source(text="delta", doc_id="D")
+        assert [c.doc_id for c in resolve("[1] [2]", sources).citations] == ["D", "B"]
+        sources.pop()
+        with pytest.raises(MarkerOutOfRangeError):
+            resolve("[3]", sources)
+
     def test_no_markers_is_an_abstention(self):
         """An answer without markers resolves to an empty citation tuple."""
         assert () == resolve("The sources do not answer this.", SOURCES).citations

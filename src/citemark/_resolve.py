@@ -41,9 +41,11 @@ _SHORT = 19  # digit strings this short convert with plain int(), no size guard 
 _MAX_TABLES = 64
 _ANSWER_FIELDS = frozenset({"text", "citations", "unrecognized"})
 _MAX_REMEMBERED = 256  # group bodies other than "1".."N" kept per source list
-_TABLES: dict[
-    tuple[int, ...], tuple[tuple[Source, ...], dict[str, tuple[tuple[int, Citation], ...]]]
-] = {}
+_Table = dict[str, tuple[tuple[int, Citation], ...]]
+# (the sources, their table, and {"1": citation of sources[0], ...}), keyed by ids
+_Entry = tuple[tuple[Source, ...], _Table, dict[str, Citation]]
+_TABLES: dict[tuple[int, ...], _Entry] = {}
+_LAST_TABLE: list[_Entry] = []  # the entry used last, alone
 
 
 def resolve(
@@ -116,17 +118,19 @@ def resolve(
         raise UnrecognizedCitationError(unrecognized[0].kind, unrecognized[0].start)
     if base != 1:
         return _slow(text, sources, base, parse_markers(text), (), unrecognized)
-    table = _citation_table(sources)
+    table, single = _citation_table(sources)
+    distinct = dict.fromkeys(bodies)
+    distinct.pop("", None)  # a "[" that opens no group
+    if single.keys() >= distinct.keys():  # each group one number, in range, no leading zero
+        return _answer(text, tuple(map(single.__getitem__, distinct)), unrecognized)
     cited: dict[int, Citation] = {}
     # Distinct group bodies first: answers repeat the same few markers, and this
     # loop is the hot path of every check (see bench/markers.py). A body such as
     # "3" or "1, 2" seen before with these sources is one dict lookup; others take
     # the long way once, and are remembered when every number is in range.
-    for body in dict.fromkeys(bodies):
+    for body in distinct:
         pairs = table.get(body)
         if pairs is None:
-            if not body:
-                continue  # a "[" that opens no group
             pairs = _body_pairs(body, sources, table)
         for number, citation in pairs:
             if number not in cited:
@@ -248,25 +252,29 @@ def _body_pairs(
     return found
 
 
-def _citation_table(sources: Sequence[Source]) -> dict[str, tuple[tuple[int, Citation], ...]]:
-    """``{"1": ((1, citation of sources[0]),), ...}`` for this list, built once and reused.
+def _citation_table(sources: Sequence[Source]) -> tuple[_Table, dict[str, Citation]]:
+    """``{"1": ((1, citation of sources[0]),), ...}`` for this list, and ``{"1": citation...}``.
 
     Answers are resolved against the same sources many times (a batch, a stream, a
     benchmark), so recent tables are kept, keyed by the identity of the sources.
     The entry holds the sources themselves, so those identities cannot be reused
-    by other objects while the entry lives.
+    by other objects while the entry lives. The last entry is checked first, by
+    comparing the sources themselves (a tuple comparison tries identity first).
     """
-    key = tuple(map(id, sources))
-    entry = _TABLES.get(key)
-    if entry is not None:
-        return entry[1]
-    table: dict[str, tuple[tuple[int, Citation], ...]] = {
-        str(n): ((n, citation_for(source, n)),) for n, source in enumerate(sources, start=1)
-    }
-    if len(_TABLES) >= _MAX_TABLES:
-        _TABLES.clear()
-    _TABLES[key] = (tuple(sources), table)
-    return table
+    key = tuple(sources)
+    if _LAST_TABLE and _LAST_TABLE[0][0] == key:
+        return _LAST_TABLE[0][1], _LAST_TABLE[0][2]
+    ids = tuple(map(id, sources))
+    entry = _TABLES.get(ids)
+    if entry is None:
+        table: _Table = {
+            str(n): ((n, citation_for(source, n)),) for n, source in enumerate(sources, start=1)
+        }
+        if len(_TABLES) >= _MAX_TABLES:
+            _TABLES.clear()
+        entry = _TABLES[ids] = (key, table, {body: pairs[0][1] for body, pairs in table.items()})
+    _LAST_TABLE[:] = [entry]
+    return entry[1], entry[2]
 
 
 def citation_for(source: Source, marker: int) -> Citation:
