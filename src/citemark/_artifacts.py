@@ -18,7 +18,7 @@ Two more guarantees live here, in the mechanism, so that every command has them:
 
 - *Stale temporaries go.* A killed writer leaves its hidden temporary file. While an
   `AtomicFile` is open it holds an exclusive ``flock`` on its temporary; opening one
-  for ``name`` first removes every ``.<name>.XXXXXXXX.tmp`` beside it whose lock can
+  for ``name`` first removes every ``.<name>.<8 characters>.tmp`` beside it whose lock can
   be taken (its writer is dead), so a live writer's file is never touched.
 - *A set appears together.* Inside `publishing_together`, a `AtomicFile.commit`
   seals the file (flushed, fsynced, still hidden and locked) and the renames all
