@@ -468,14 +468,17 @@ async def _post_within(
     )
 
 
-def _too_large(model: str, status: int) -> ChatError:
-    """The refusal of a reply whose decoded size passed ``max_reply_bytes``."""
+# What each refusal of a reply's body says: too large once decoded, or undecodable.
+_BODY_REFUSALS: Final = {
+    "reply_too_large": "the decoded reply grew past max_reply_bytes",
+    "transport": "the transport failed (DecodingError)",  # what httpx's own failure says
+}
+
+
+def _refused_body(model: str, status: int, reason: str) -> ChatError:
+    """The refusal of a reply body, ``reason`` one of `_BODY_REFUSALS`."""
     return ChatError(
-        "the decoded reply grew past max_reply_bytes",
-        provider=_PROVIDER,
-        model=model,
-        status=status,
-        reason="reply_too_large",
+        _BODY_REFUSALS[reason], provider=_PROVIDER, model=model, status=status, reason=reason
     )
 
 
@@ -632,17 +635,11 @@ async def _read_bounded(response: httpx.Response, max_bytes: int, model: str) ->
         # MockTransport does): it is in memory already, and only its size is checked.
         content = response.content
         if len(content) > max_bytes:
-            raise _too_large(model, response.status_code)
+            raise _refused_body(model, response.status_code, "reply_too_large")
         return content
     decoders = _decoders(response.headers.get("content-encoding", ""))
     if decoders is None:
-        raise ChatError(
-            _UNDECODABLE,
-            provider=_PROVIDER,
-            model=model,
-            status=response.status_code,
-            reason="transport",
-        )
+        raise _refused_body(model, response.status_code, "transport")
     parts: list[bytes] = []
     size = 0
     failed = False
@@ -660,21 +657,11 @@ async def _read_bounded(response: httpx.Response, max_bytes: int, model: str) ->
             break
         size += len(data)
         if size > max_bytes:
-            raise _too_large(model, response.status_code)
+            raise _refused_body(model, response.status_code, "reply_too_large")
         parts.append(data)
     if failed or not all(decoder.complete() for decoder in decoders):
-        raise ChatError(
-            _UNDECODABLE,
-            provider=_PROVIDER,
-            model=model,
-            status=response.status_code,
-            reason="transport",
-        )
+        raise _refused_body(model, response.status_code, "transport")
     return b"".join(parts)
-
-
-# The reason httpx's own decoding failure had, kept for the same failure here.
-_UNDECODABLE: Final = "the transport failed (DecodingError)"
 
 
 class _TooLargeError(Exception):
