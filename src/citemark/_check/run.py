@@ -219,22 +219,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
                 chunk = []
         _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
         ticker.finish()
-        if tally.rows == 0:
-            msg = (
-                "the input holds no readable row"
-                if tally.malformed == 0
-                else f"no line of the input is a readable row ({tally.malformed} malformed)"
-            )
-            raise NoRowsError(msg)
-        judge = scorer.judge
-        identity = (
-            None
-            if judge is None
-            else ModelIdentity(
-                provider=judge.provider, model=judge.model_name, prompt_sha256=scorer.prompt_sha256
-            )
-        )
-        summary = tally.summary(identity)
+        summary = tally.summary(scorer)
         input_sha256 = digest.hexdigest()
         facts = RunFacts(
             summary, os.fspath(path), input_sha256, created_at, citemark_version(), run_id
@@ -443,7 +428,26 @@ class _Tally:
         if len(self.malformed_lines) < MAX_MALFORMED_LISTED:
             self.malformed_lines.append(item)
 
-    def summary(self, judge: ModelIdentity | None) -> CheckSummary:
+    def require_rows(self) -> None:
+        """Raise NoRowsError if no row was read."""
+        if self.rows == 0:
+            msg = (
+                "the input holds no readable row"
+                if self.malformed == 0
+                else f"no line of the input is a readable row ({self.malformed} malformed)"
+            )
+            raise NoRowsError(msg)
+
+    def summary(self, scorer: CitationScorer) -> CheckSummary:
+        """The run's summary, naming the scorer's judge; NoRowsError if no row was read."""
+        self.require_rows()
+        judge = None
+        if scorer.judge is not None:
+            judge = ModelIdentity(
+                provider=scorer.judge.provider,
+                model=scorer.judge.model_name,
+                prompt_sha256=scorer.prompt_sha256,
+            )
         return CheckSummary(
             rows=self.rows,
             passed=self.outcomes["passed"],

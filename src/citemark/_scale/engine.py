@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from citemark._artifacts import (
-    ModelIdentity,
     citemark_version,
     publishing_together,
     utc_now,
@@ -54,7 +53,6 @@ from citemark._check.sinks import (
     row_line,
     with_run_id,
 )
-from citemark._errors import NoRowsError
 from citemark._provider_rows import with_provider_findings
 from citemark._reports import CheckSummary, MalformedLine
 from citemark._runs import CheckRow, parse_row
@@ -449,24 +447,8 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
                 tally.add_grouped(checked.item, checked.score)
             if on_row is not None:
                 on_row(checked, {key: batch[key][index] for key in ("record", "judge_calls")})
-    if tally.rows == 0:
-        msg = (
-            "the input holds no readable row"
-            if tally.malformed == 0
-            else f"no line of the input is a readable row ({tally.malformed} malformed)"
-        )
-        raise NoRowsError(msg)
-    scorer = scorer_factory()
-    identity = (
-        None
-        if scorer.judge is None
-        else ModelIdentity(
-            provider=scorer.judge.provider,
-            model=scorer.judge.model_name,
-            prompt_sha256=scorer.prompt_sha256,
-        )
-    )
-    return tally.summary(identity)
+    tally.require_rows()  # before the driver builds a scorer (a replayed judge reads its run)
+    return tally.summary(scorer_factory())
 
 
 class _RecordSink:
