@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
-import pytest
 from fake_openai import FakeOpenAI, run_cli
 
 LICENSES = Path(__file__).resolve().parent.parent / "examples" / "data" / "licenses"
@@ -20,13 +18,6 @@ def cited_answer(prompt: str) -> str:
             number = line[1 : line.index("]")]
             return f"The patent licenses terminate when litigation is filed [{number}]."
     return "The sources do not say."
-
-
-@pytest.fixture
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class TestAnswer:

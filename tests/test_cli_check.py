@@ -7,7 +7,6 @@ import json
 import os
 import pty
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -50,13 +49,6 @@ def good_row(answer: str = "The late fee is 5% [1].", **extra: object) -> dict[s
 
 def context_row(answer: str = "The fee is 5% [doc-1].", **extra: object) -> dict[str, object]:
     return {"question": "What is the fee?", "answer": answer, "context": CONTEXT, **extra}
-
-
-@pytest.fixture
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class TestSummary:

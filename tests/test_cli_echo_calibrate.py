@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,13 +14,6 @@ from citemark import CalibrationReport, LabelledItem, LabelSet, Registration, So
 SEED = 11
 SAYS_FAITHFUL = '{"faithful": true, "unsupported_claims": [], "reasoning": "Supported."}'
 SAYS_UNFAITHFUL = '{"faithful": false, "unsupported_claims": [], "reasoning": "Not supported."}'
-
-
-@pytest.fixture
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scripted_model(outcomes: list[str]):

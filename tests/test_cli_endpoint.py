@@ -12,7 +12,6 @@ import json
 import os
 import pty
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -46,13 +45,6 @@ FABRICATED = {
 def write_rows(path: Path, rows: list[object]) -> Path:
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
     return path
-
-
-@pytest.fixture
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class TestGenerationOptions:
