@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 import threading
@@ -129,3 +130,46 @@ def run_cli(
         timeout=120,
         check=False,
     )
+
+
+def run_cli_on_a_terminal(
+    *args: str, base_url: str | None = None
+) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Run ``citemark`` as `run_cli` does, with standard error on a terminal (a pty).
+
+    Returns the finished process (standard output captured) and every byte the
+    command drew on the terminal.
+    """
+    master, slave = pty.openpty()
+    drawn = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
+    env["TERM"] = "xterm"
+    if base_url is not None:
+        env["CITEMARK_BASE_URL"] = base_url
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "citemark", *args],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    return done, bytes(drawn)

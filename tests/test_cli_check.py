@@ -5,17 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pty
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from fake_openai import FakeOpenAI, run_cli
+from fake_openai import FakeOpenAI, run_cli, run_cli_on_a_terminal
 
 from citemark import EvalReport, dataset_sha256
 
@@ -144,34 +142,7 @@ class TestSummary:
     def test_progress_bar_on_a_terminal(self, tmp_path):
         """With standard error on a terminal, a rich progress bar is drawn there."""
         runs = write_lines(tmp_path / "runs.jsonl", [good_row()] * 3000)
-        master, slave = pty.openpty()
-        drawn = bytearray()
-
-        def drain() -> None:
-            while True:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                drawn.extend(chunk)
-
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
-        env["TERM"] = "xterm"
-        done = subprocess.run(
-            [sys.executable, "-m", "citemark", "check", str(runs), "--out", str(tmp_path / "o")],
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            env=env,
-            timeout=120,
-            check=False,
-        )
-        os.close(slave)
-        reader.join(timeout=10)
-        os.close(master)
+        done, drawn = run_cli_on_a_terminal("check", str(runs), "--out", str(tmp_path / "o"))
         assert 0 == done.returncode
         assert b"checking" in drawn
         assert b"rows" in drawn

@@ -9,16 +9,11 @@ or a machine reads afterwards: the request bodies, ``report.json``, ``rows.jsonl
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, run_cli
+from fake_openai import FakeOpenAI, run_cli, run_cli_on_a_terminal
 
 from citemark import CitationScorer, Completion
 from citemark._check import run_check
@@ -347,63 +342,17 @@ class TestProgressInRows:
     def test_the_bar_moves_while_the_judge_works(self, tmp_path):
         """On a terminal the bar shows rows done of the total, with a rate, before the end."""
         runs = write_rows(tmp_path / "runs.jsonl", [CLEAN] * 30)
-        master, slave = pty.openpty()
-        drawn = bytearray()
-
-        def drain() -> None:
-            while True:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                drawn.extend(chunk)
-
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
+        command = ["check", str(runs), "--out", str(tmp_path / "o"), "--judge-model", "j"]
         with FakeOpenAI(lambda p: PASSING, latency=0.05) as server:
-            env = {k: v for k, v in os.environ.items() if not k.startswith("CITEMARK_")}
-            env |= {"TERM": "xterm", "CITEMARK_BASE_URL": server.base_url}
-            command = [
-                sys.executable,
-                "-m",
-                "citemark",
-                "check",
-                str(runs),
-                "--out",
-                str(tmp_path / "o"),
-            ]
-            done = subprocess.run(
-                [*command, "--judge-model", "j", "--concurrency", "1"],
-                stdout=subprocess.PIPE,
-                stderr=slave,
-                env=env,
-                timeout=120,
-                check=False,
+            done, drawn = run_cli_on_a_terminal(
+                *command, "--concurrency", "1", base_url=server.base_url
             )
             # --quiet on a terminal too: nothing is drawn there.
-            quiet_master, quiet_slave = pty.openpty()
-            quiet = subprocess.run(
-                [*command, "--judge-model", "j", "--quiet"],
-                stdout=subprocess.PIPE,
-                stderr=quiet_slave,
-                env=env,
-                timeout=120,
-                check=False,
+            quiet, quiet_drawn = run_cli_on_a_terminal(
+                *command, "--quiet", base_url=server.base_url
             )
-            os.close(quiet_slave)
-            os.set_blocking(quiet_master, False)
-            try:
-                quiet_drawn = os.read(quiet_master, 65536)
-            except (BlockingIOError, OSError):
-                quiet_drawn = b""
-            os.close(quiet_master)
-        os.close(slave)
-        reader.join(timeout=10)
-        os.close(master)
         assert 0 == done.returncode
-        partial = {int(m) for m in re.findall(rb"\b(\d+)/30\b", bytes(drawn))}
+        partial = {int(m) for m in re.findall(rb"\b(\d+)/30\b", drawn)}
         # Counts strictly between 0 and 30 were drawn: the bar moved during judging.
         assert any(0 < n < 30 for n in partial), partial
         assert b"rows/s" in drawn
