@@ -189,3 +189,14 @@ class TestCommand:
         html = page.read_text()
         assert "<script>alert" not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+    def test_an_id_with_a_lone_surrogate_shows_escaped(self, tmp_path):
+        """JSON can carry a lone surrogate, which UTF-8 cannot: the page shows it as \\ud800."""
+        odd = {**row(1, uncited=True), "id": "a\ud800b"}
+        data = write_rows(tmp_path / "s.jsonl", [odd])
+        run_check(data, tmp_path / "a", CitationScorer())
+        run_check(data, tmp_path / "b", CitationScorer(min_sentence_coverage=1.0))
+        page = tmp_path / "p.html"
+        done = run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page))
+        assert (0, "") == (done.returncode, done.stderr)
+        assert "a\\ud800b (line 1)" in page.read_text(encoding="utf-8")

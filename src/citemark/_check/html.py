@@ -26,7 +26,7 @@ from citemark._markers import parse_markers
 from citemark._scorer.findings import UnresolvedMarker
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from citemark._models import Source
     from citemark._reports import CheckSummary
@@ -267,6 +267,14 @@ def _judge_codes(score: CitationScore) -> list[str]:
 def _e(text: str) -> str:
     r"""Escape text for HTML; a lone surrogate (not valid in UTF-8) shows as ``\ud800``."""
     return html.escape(text.encode("utf-8", "backslashreplace").decode("utf-8"), quote=True)
+
+
+def _counts_html(counts: Iterable[tuple[str, str, int]]) -> str:
+    """The count cards of a page's header: ``(css class, label, value)`` each."""
+    return "".join(
+        f'<div class="count {key}"><dt>{label}</dt><dd>{value}</dd></div>'
+        for key, label, value in counts
+    )
 
 
 def _csp_hash(text: str) -> str:

@@ -52,6 +52,7 @@ from citemark._check.html import (
     MAX_UNCITED_SOURCES,
     OUTCOMES,
     _causes_html,
+    _counts_html,
     _csp_hash,
     _e,
     _finding_codes_list,
@@ -377,9 +378,8 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
         else "none: deterministic findings only"
     )
     cited = summary.citations_all_resolve - summary.citations_all_resolve_none_cited
-    counts = "".join(
-        f'<div class="count {key}"><dt>{label}</dt><dd>{value}</dd></div>'
-        for key, label, value in (
+    counts = _counts_html(
+        (
             ("rows", "rows", summary.rows),
             ("resolve", "every citation resolves", summary.citations_all_resolve),
             ("violations", "deterministic failures", summary.deterministic_failures),

@@ -8,11 +8,10 @@ page is a count, a code, a hash or a model identity.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
-import importlib.resources
 from typing import TYPE_CHECKING, Final
+
+from citemark._check.html import _STYLE as REPORT_STYLE
+from citemark._check.html import _counts_html, _csp_hash, _e
 
 if TYPE_CHECKING:
     from citemark._artifacts import ModelIdentity
@@ -21,9 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["render_html", "render_text"]
 
 _STYLE: Final = (
-    (importlib.resources.files("citemark._check") / "assets" / "report.css").read_text(
-        encoding="utf-8"
-    )
+    REPORT_STYLE
     + "table.diff{border-collapse:collapse;background:#fff;font-size:14px}"
     + "table.diff td,table.diff th{border:1px solid var(--line);padding:4px 10px;text-align:left}"
 )
@@ -92,20 +89,14 @@ def render_text(diff: RunDiff, *, most: int = _MAX_TEXT_ROWS) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
-
-
 def render_html(diff: RunDiff, *, old_name: str, new_name: str) -> str:
     """The comparison as a self-contained page in the style of ``report.html``."""
-    digest = base64.b64encode(hashlib.sha256(_STYLE.encode("utf-8")).digest()).decode("ascii")
     policy = (
         "default-src 'none'; base-uri 'none'; form-action 'none'; img-src 'none'; "
-        f"style-src 'sha256-{digest}'"
+        f"style-src '{_csp_hash(_STYLE)}'"
     )
-    counts = "".join(
-        f'<div class="count {key}"><dt>{label}</dt><dd>{value}</dd></div>'
-        for key, label, value in (
+    counts = _counts_html(
+        (
             ("rows", "compared", diff.compared),
             ("passed", "unchanged", diff.unchanged),
             ("failed", "changed", diff.changed),
