@@ -41,7 +41,8 @@ ROW = {
     "answer": f"The late fee is five percent [1]. {CANARY}",
     "sources": [{"text": "The late fee is five percent of the balance.", "doc_id": "fees"}],
 }
-NAMES = ("report.json", "rows.jsonl", "report.html", "report.junit.xml")
+# Every file a check may write; this run writes neither junit nor judge calls.
+NAMES = ("report.json", "rows.jsonl", "report.html", "report.junit.xml", "judge-calls.jsonl")
 # A writer in its own process: opens an AtomicFile, writes, says where, waits.
 WRITER = """
 import sys, time

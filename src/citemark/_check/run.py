@@ -43,7 +43,7 @@ from citemark._artifacts import (
 )
 from citemark._check.groups import CauseTally, GroupTally
 from citemark._check.html import HTML_NAME
-from citemark._check.judge_calls import JudgeCallsSink, recording
+from citemark._check.judge_calls import JUDGE_CALLS_NAME, JudgeCallsSink, recording
 from citemark._check.junit import JUNIT_NAME
 from citemark._check.page import HtmlSink
 from citemark._check.sinks import (
@@ -252,7 +252,7 @@ def finish_outputs(
 
 # Every file a run may write, so a later run can remove what a killed one left.
 # A new sink adds its file's name here.
-_OUTPUT_NAMES: Final = (REPORT_NAME, ROWS_NAME, HTML_NAME, JUNIT_NAME)
+_OUTPUT_NAMES: Final = (REPORT_NAME, ROWS_NAME, HTML_NAME, JUNIT_NAME, JUDGE_CALLS_NAME)
 
 
 def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed explicitly
