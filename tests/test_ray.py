@@ -108,6 +108,10 @@ def test_local_and_ray_give_identical_records_and_summaries(cluster, tmp_path):
     """Same input: rows.jsonl byte-identical, summaries (groups included) equal."""
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join(lines()) + "\n", encoding="utf-8")
+    # What a killed run left for a format these runs do not write: both engines remove it.
+    for folder in ("local", "ray"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / ".report.junit.xml.k1ll3d00.tmp").write_text("<testsu")
     scorer = CitationScorer(min_sentence_coverage=0.5)
     local = run_check(runs, tmp_path / "local", scorer, group_by="model")
     spec = ScorerSpec(min_sentence_coverage=0.5)

@@ -183,22 +183,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     with source.open("rb") as handle, asyncio.Runner() as runner, contextlib.ExitStack() as stack:
         total = _count_lines(handle) if progress is not None else 0
         ticker = _Ticker(progress, total)
-        out.mkdir(parents=True, exist_ok=True)
-        # What an earlier, killed run left half-written is removed before this run
-        # opens its own temporary files (each AtomicFile also does so for its own
-        # name; this covers the formats this run does not write).
-        remove_stale_temporaries(out, _OUTPUT_NAMES)
-        # Entered first, left last: every file below is published when the sinks
-        # are closed and report.json is sealed, or none is.
-        stack.enter_context(publishing_together())
-        options = SinkOptions(
-            out,
-            html_rows,
-            scorer.label_pattern,
-            scorer.citation_pattern,
-            group_by,
-            run_id=run_id,
-        )
+        options = start_outputs(stack, out, scorer, html_rows, group_by, run_id)
         # Each sink is closed from the moment it exists (see `opened`).
         sinks: list[CheckSink] = [opened(stack, JsonlSink(options))]
         html = opened(stack, HtmlSink(options))
@@ -226,6 +211,31 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         )
         report, report_path = finish_outputs(out, sinks, facts, config)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
+
+
+def start_outputs(  # noqa: PLR0913, PLR0917 - what every sink is built from
+    stack: contextlib.ExitStack,
+    out: Path,
+    scorer: CitationScorer,
+    html_rows: int,
+    group_by: str | None,
+    run_id: str,
+) -> SinkOptions:
+    """Open the output folder for a run and say what its sinks are built from.
+
+    What an earlier, killed run left half-written is removed before this run opens
+    its own temporary files (each AtomicFile also does so for its own name; this
+    covers the formats this run does not write). Then `publishing_together` is
+    entered on ``stack``, first so that it is left last: every file of the run is
+    published when its sinks are closed and ``report.json`` is sealed, or none is.
+    Both engines start a run here and end it with `finish_outputs`.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out, _OUTPUT_NAMES)
+    stack.enter_context(publishing_together())
+    return SinkOptions(
+        out, html_rows, scorer.label_pattern, scorer.citation_pattern, group_by, run_id=run_id
+    )
 
 
 def finish_outputs(

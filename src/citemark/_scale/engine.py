@@ -35,13 +35,12 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from citemark._artifacts import (
     citemark_version,
-    publishing_together,
     utc_now,
 )
 from citemark._check.html import HTML_NAME
 from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.page import HtmlSink
-from citemark._check.run import CheckResult, _Tally, finish_outputs
+from citemark._check.run import CheckResult, _Tally, finish_outputs, start_outputs
 from citemark._check.sinks import (
     FORMATS,
     ROWS_NAME,
@@ -507,17 +506,7 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     scorer = scorer_factory()
     pending_calls: list[list[dict[str, Any]]] = []
     with contextlib.ExitStack() as stack:
-        out.mkdir(parents=True, exist_ok=True)
-        # As in run_check: the whole set is published at the end, report.json last.
-        stack.enter_context(publishing_together())
-        options = SinkOptions(
-            out,
-            html_rows,
-            scorer.label_pattern,
-            scorer.citation_pattern,
-            group_by,
-            run_id=run_id,
-        )
+        options = start_outputs(stack, out, scorer, html_rows, group_by, run_id)
         records = opened(stack, _RecordSink(options))
         html = opened(stack, HtmlSink(options))
         sinks: list[CheckSink] = [records, html]
