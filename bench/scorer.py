@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import statistics
@@ -126,19 +127,18 @@ def serve(port_queue: Any, latency: float) -> None:
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                body = await reader.readexactly(length) if length else b""
-                await asyncio.sleep(latency)
-                payload = scorer_body if b"occurrence tag" in body else yes_body
-                writer.write(payload)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = 0
+                    for line in head.split(b"\r\n"):
+                        if line[:15].lower() == b"content-length:":
+                            length = int(line[15:])
+                    body = await reader.readexactly(length) if length else b""
+                    await asyncio.sleep(latency)
+                    payload = scorer_body if b"occurrence tag" in body else yes_body
+                    writer.write(payload)
+                    await writer.drain()
         finally:
             writer.close()
 

@@ -64,7 +64,7 @@ class FakeOpenAI:
             protocol_version = "HTTP/1.1"
 
             def log_message(self, *args: object) -> None:
-                pass
+                """Quiet: a test reads what the server got, not its log."""
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -46,7 +46,7 @@ class Hostile(ThreadingHTTPServer):
         self.lock = threading.Lock()
 
     def handle_error(self, request, client_address) -> None:
-        pass
+        """Quiet: a client hanging up on a hostile reply is what these tests do."""
 
 
 class HostileHandler(BaseHTTPRequestHandler):
@@ -54,7 +54,7 @@ class HostileHandler(BaseHTTPRequestHandler):
     server: Hostile
 
     def log_message(self, format, *args) -> None:  # noqa: A002 - the stdlib signature
-        pass
+        """Quiet: a test reads what the server got, not its log."""
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))

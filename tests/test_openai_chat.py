@@ -108,9 +108,7 @@ class FakeProvider(ThreadingHTTPServer):
         self.release = threading.Event()
 
     def handle_error(self, request, client_address) -> None:
-        # A client that timed out has closed its socket, so the late reply fails;
-        # that is expected here and would only be noise on stderr.
-        pass
+        """Quiet: a client that timed out closed its socket, so the late reply fails."""
 
 
 class ScenarioHandler(BaseHTTPRequestHandler):
@@ -120,7 +118,7 @@ class ScenarioHandler(BaseHTTPRequestHandler):
     server: FakeProvider
 
     def log_message(self, format, *args) -> None:  # noqa: A002 - the stdlib signature
-        pass
+        """Quiet: a test reads what the server got, not its log."""
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))

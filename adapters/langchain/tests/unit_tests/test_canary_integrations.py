@@ -64,8 +64,7 @@ def provoke():
     attempt(lambda: agent_for(BAD, CitationMiddleware(on_violation="annotate")).invoke(QUESTION))
 
     def stream():
-        for _ in agent_for(BAD, CitationMiddleware()).stream(QUESTION, stream_mode="messages"):
-            pass
+        list(agent_for(BAD, CitationMiddleware()).stream(QUESTION, stream_mode="messages"))
 
     attempt(stream)
     attempt(lambda: assert_cited(BAD, [*map(_source, DOCS)], question=CANARY))

@@ -52,7 +52,7 @@ class Server:
             protocol_version = "HTTP/1.1"
 
             def log_message(self, *args):
-                pass
+                """Quiet: a test reads what the server got, not its log."""
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
