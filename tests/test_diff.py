@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -180,23 +181,22 @@ class TestCommand:
 
     def test_untrusted_ids_are_escaped(self, tmp_path):
         """A row id is input text: the page escapes it."""
-        hostile = {**row(1, uncited=True), "id": "<script>alert(1)</script>"}
-        data = write_rows(tmp_path / "h.jsonl", [hostile])
-        run_check(data, tmp_path / "a", CitationScorer())
-        run_check(data, tmp_path / "b", CitationScorer(min_sentence_coverage=1.0))
-        page = tmp_path / "p.html"
-        run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page))
-        html = page.read_text()
+        _, html = diff_page(tmp_path, "<script>alert(1)</script>")
         assert "<script>alert" not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
     def test_an_id_with_a_lone_surrogate_shows_escaped(self, tmp_path):
         """JSON can carry a lone surrogate, which UTF-8 cannot: the page shows it as \\ud800."""
-        odd = {**row(1, uncited=True), "id": "a\ud800b"}
-        data = write_rows(tmp_path / "s.jsonl", [odd])
-        run_check(data, tmp_path / "a", CitationScorer())
-        run_check(data, tmp_path / "b", CitationScorer(min_sentence_coverage=1.0))
-        page = tmp_path / "p.html"
-        done = run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page))
+        done, html = diff_page(tmp_path, "a\ud800b")
         assert (0, "") == (done.returncode, done.stderr)
-        assert "a\\ud800b (line 1)" in page.read_text(encoding="utf-8")
+        assert "a\\ud800b (line 1)" in html
+
+
+def diff_page(tmp_path: Path, row_id: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`citemark diff --html` of one row with id ``row_id``, failed only by the second run."""
+    data = write_rows(tmp_path / "runs.jsonl", [{**row(1, uncited=True), "id": row_id}])
+    run_check(data, tmp_path / "a", CitationScorer())
+    run_check(data, tmp_path / "b", CitationScorer(min_sentence_coverage=1.0))
+    page = tmp_path / "p.html"
+    done = run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page))
+    return done, page.read_text(encoding="utf-8")
