@@ -174,7 +174,7 @@ class TestMalformedLines:
         (2, "not valid JSON"),
         (4, "not a JSON object"),
         (5, "answer is missing"),
-        (6, "answer must be a string"),
+        (6, "answer must be a string or a structured answer object"),
         (7, "both sources and context are given; a row has one of them"),
         (8, "neither sources nor context is given"),
         (
@@ -233,13 +233,19 @@ class TestMalformedLines:
             assert CANARY not in shown
 
     def test_only_malformed_lines_is_a_usage_error_and_writes_nothing(self, tmp_path):
-        """An input without one readable row exits 2 with one line, and writes no report."""
-        runs = write_lines(tmp_path / "runs.jsonl", ["{", "[]"])
-        done = run_cli("check", str(runs), "--out", str(tmp_path / "out"))
-        assert (2, "citemark: error: no line of the input is a readable row (2 malformed)\n") == (
-            done.returncode,
-            done.stderr,
+        """An input without one readable row exits 2 with one line naming the first reasons,
+        and writes no report (a file in another tool's format is exactly this case)."""
+        runs = write_lines(
+            tmp_path / "runs.jsonl",
+            ["{", "[]", '{"user_input": "q", "response": "a"}', '{"answer": 1}'],
         )
+        done = run_cli("check", str(runs), "--out", str(tmp_path / "out"))
+        expected = (
+            "citemark: error: no line of the input is a readable row (4 malformed; "
+            "line 1: not valid JSON; line 2: not a JSON object; line 3: answer is missing "
+            "(the line looks like a ragas record: read it with --from ragas))\n"
+        )
+        assert (2, expected) == (done.returncode, done.stderr)
         assert [] == list((tmp_path / "out").iterdir())
 
     def test_empty_file_is_a_usage_error(self, tmp_path):

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("markers", frozenset({"_markers", "_md_blocks", "_md_fast", "_md_inline", "_nearmiss"})),
     (
         "render, resolve, verify",
-        frozenset({"_providers", "_render", "_resolve", "_stream", "_verify"}),
+        frozenset({"_providers", "_render", "_resolve", "_stream", "_structured", "_verify"}),
     ),
     ("chat", frozenset({"_chat"})),
     (
@@ -50,8 +50,22 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             }
         ),
     ),
-    ("reports, retrieval", frozenset({"_reports", "_retrieval"})),
-    ("command line", frozenset({"_check", "_cli", "_diff", "_provider_rows", "_runs", "_scale"})),
+    ("reports, retrieval", frozenset({"_recording", "_reports", "_retrieval"})),
+    (
+        "command line",
+        frozenset(
+            {
+                "_check",
+                "_cli",
+                "_diff",
+                "_formats",
+                "_provider_rows",
+                "_runs",
+                "_scale",
+                "_structured_rows",
+            }
+        ),
+    ),
     (
         "public surface",
         frozenset(

@@ -10,7 +10,13 @@ import pytest
 from langchain_core.documents import Document
 
 from citemark import CitationScorer
-from citemark.evaluation import ADAPTER_REASONS, REASONS, SCORER_REASONS, explain
+from citemark.evaluation import (
+    ADAPTER_REASONS,
+    REASONS,
+    RECORDED_REASONS,
+    SCORER_REASONS,
+    explain,
+)
 from langchain_citemark import citations_valid_evaluator, make_citation_evaluator
 from llama_index.evaluation.citemark import CitationEvaluator
 
@@ -62,7 +68,7 @@ class TestOneVocabulary:
 
     def test_every_code_has_a_sentence_and_an_explanation(self):
         """Each code maps to a sentence, and explain() writes it the one way."""
-        assert set(REASONS) == set(SCORER_REASONS) | set(ADAPTER_REASONS)
+        assert set(REASONS) == set(SCORER_REASONS) | set(ADAPTER_REASONS) | set(RECORDED_REASONS)
         for code, sentence in REASONS.items():
             assert f"Not assessed: {sentence}." == explain(code)
 

@@ -39,7 +39,9 @@ from citemark._errors import (
     NoRowsError,
     NoSourcesError,
     QueryRewriteError,
+    QuoteNotInSourceError,
     StrictJSONError,
+    StructuredAnswerError,
     SynthesisError,
     TruncatedAnswerError,
     UnrecognizedCitationError,
@@ -61,6 +63,13 @@ from citemark._resolve import resolve
 from citemark._retrieval import BM25Retriever
 from citemark._scorer.scorer import CitationScore, CitationScorer, ScoreRow, coverage_report
 from citemark._stream import StreamingResolver
+from citemark._structured import (
+    StructuredCitation,
+    StructuredCitedAnswer,
+    StructuredFindings,
+    check_structured,
+    resolve_structured,
+)
 from citemark._synthesis import DEFAULT_REWRITE_PROMPT, QueryRewriter, Synthesizer
 from citemark._verify import (
     DocumentReader,
@@ -104,12 +113,17 @@ __all__ = [
     "OpenAIChat",
     "QueryRewriteError",
     "QueryRewriter",
+    "QuoteNotInSourceError",
     "RedactingChat",
     "RedactionReport",
     "ScoreRow",
     "Source",
     "StreamingResolver",
     "StrictJSONError",
+    "StructuredAnswerError",
+    "StructuredCitation",
+    "StructuredCitedAnswer",
+    "StructuredFindings",
     "SynthesisError",
     "SynthesisReport",
     "Synthesizer",
@@ -117,6 +131,7 @@ __all__ = [
     "UnrecognizedCitationError",
     "UnrecognizedToken",
     "Verification",
+    "check_structured",
     "coverage_report",
     "find_unrecognized",
     "indent_block",
@@ -127,6 +142,7 @@ __all__ = [
     "render_prompt",
     "render_sources",
     "resolve",
+    "resolve_structured",
     "run_echo_check",
     "verify_citation",
 ]

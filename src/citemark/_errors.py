@@ -9,6 +9,8 @@ drawn once, here and in ``docs/errors.md``::
     │   ├── MarkerOutOfRangeError an answer cited [n] outside 1..N
     │   ├── UnrecognizedCitationError strict mode met citation-like text
     │   ├── UnsentDocumentError   a provider citation named a document not sent
+    │   ├── QuoteNotInSourceError a structured answer quoted what its source lacks
+    │   ├── StructuredAnswerError a structured answer's citations cannot be read
     │   └── TruncatedAnswerError  the model stopped at its token limit
     ├── QueryRewriteError         a query rewrite came back blank
     ├── BlankQueryError           a blank query was given to rewrite
@@ -64,9 +66,11 @@ __all__ = [
     "OffsetUnitError",
     "ProviderResponseError",
     "QueryRewriteError",
+    "QuoteNotInSourceError",
     "ReplayError",
     "RunDiffError",
     "StrictJSONError",
+    "StructuredAnswerError",
     "SynthesisError",
     "TruncatedAnswerError",
     "UnsentDocumentError",
@@ -75,6 +79,12 @@ __all__ = [
 # Integers with more digits than this are described by their length in messages:
 # a marker is structural, but a 4,000-digit one would still flood a log line.
 _MAX_PRINTED_DIGITS = 20
+
+
+def printable_int(value: int) -> str:
+    """An integer for a message, or its length when it is too long to print (a structural fact)."""
+    shown = str(value)
+    return shown if len(shown) <= _MAX_PRINTED_DIGITS else f"<{len(shown)}-digit number>"
 
 
 class CitemarkError(Exception):
@@ -178,6 +188,61 @@ class UnrecognizedCitationError(SynthesisError):
     def __reduce__(self) -> tuple[type[UnrecognizedCitationError], tuple[str, int]]:
         """Pickle with the constructor's arguments, not the message."""
         return (type(self), (self.kind, self.start))
+
+
+class QuoteNotInSourceError(SynthesisError):
+    """Raised when a structured answer's quote does not occur in the source it cites.
+
+    A quote citation (``{"source_id": n, "quote": "..."}``) is the model's claim that
+    the words are in source ``n``; they are re-read there (whitespace runs and quote
+    characters normalized, nothing else) and a quote that is not found rejects the
+    answer. It is never moved to the source that does hold it: ``in_other_source``
+    only tells a misattribution from an invented quote.
+
+    Attributes:
+        source_id: The cited source id, in the pipeline's numbering.
+        citation: The citation's 1-based position in the citations list.
+        in_other_source: The id of the first other source that holds the quote, or
+            None when no source does (or the quote is blank).
+    """
+
+    reason: ClassVar[str] = "quote_not_in_source"
+    source_id: int
+    citation: int
+    in_other_source: int | None
+
+    def __init__(self, source_id: int, citation: int, in_other_source: int | None = None) -> None:
+        """Create the error from the cited id, the citation's position and any other holder."""
+        self.source_id = source_id
+        self.citation = citation
+        self.in_other_source = in_other_source
+        where = (
+            f"; it occurs in source {printable_int(in_other_source)}"
+            if in_other_source is not None
+            else "; no source holds it"
+        )
+        cited = printable_int(source_id)
+        msg = f"citation {citation} quotes text that source {cited} does not hold{where}"
+        super().__init__(msg)
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[QuoteNotInSourceError], tuple[int, int, int | None]]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (type(self), (self.source_id, self.citation, self.in_other_source))
+
+
+class StructuredAnswerError(SynthesisError):
+    """Raised when a structured answer is not of a shape whose citations can be read.
+
+    The answer object must hold its citations where the caller said (a JSON pointer)
+    or in one of the documented shapes: ``citations`` as a list of integer source ids,
+    or of objects with an integer ``source_id`` (and a string ``quote``). A citation
+    that is not one of those (a string id, a boolean, a missing ``source_id``) is not
+    read as a guess. The message is structural: field positions, never values.
+    """
+
+    reason: ClassVar[str] = "structured_answer_malformed"
 
 
 class TruncatedAnswerError(SynthesisError):

@@ -16,6 +16,7 @@ __all__ = [
     "ADAPTER_REASONS",
     "CHAT_REASONS",
     "REASONS",
+    "RECORDED_REASONS",
     "REJECTION_REASONS",
     "SCORER_REASONS",
     "explain",
@@ -49,6 +50,26 @@ _ADAPTER: Final = {
     "chain_error": "the chain raised before it produced an answer",
     "provider_citations_not_graded": "the provider's citations re-read from the documents "
     "sent, but nothing grades whether they support the answer",
+    "structured_citations_not_graded": "the structured answer's citations name sources it "
+    "was given (and its quotes re-read from them), but nothing grades whether they support "
+    "the answer",
+}
+
+# What a reader of another tool's recorded runs (`citemark check --from`) meets: the
+# numbering the model saw cannot be known, so the row is never resolved against a guess.
+_RECORDED: Final = {
+    "source_order_not_recorded": "the record does not say in what order the model saw its "
+    "sources, so their numbering cannot be known",
+    "contexts_joined": "the record joined the sources into one string, so where one ends "
+    "and the next begins cannot be known",
+    "sources_truncated": "the record holds the sources cut short or with some missing "
+    "(a trace attribute limit), so they are not the list the model saw",
+    "no_retrieval_recorded": "the record holds no retrieved sources for the answer",
+    "several_retrievals": "the record holds more than one retrieval, and nothing ties one "
+    "of them to the answer",
+    "trace_incomplete": "the trace's root span was never recorded, so its answer is not known",
+    "structured_output_not_parsed": "the structured answer failed its own schema, so its "
+    "citations could not be read",
 }
 
 # Why a model call failed: `citemark.ChatError.reason`. Recorded per row and counted
@@ -80,7 +101,10 @@ SCORER_REASONS: Final = MappingProxyType(_SCORER)
 ADAPTER_REASONS: Final = MappingProxyType(_ADAPTER)
 """The codes an adapter adds for what it meets before the scorer runs."""
 
-REASONS: Final = MappingProxyType(_SCORER | _ADAPTER)
+RECORDED_REASONS: Final = MappingProxyType(_RECORDED)
+"""The codes a reader of another tool's recorded runs leaves a row un-assessed with."""
+
+REASONS: Final = MappingProxyType(_SCORER | _ADAPTER | _RECORDED)
 """Every un-assessed reason code and the sentence that explains it."""
 
 CHAT_REASONS: Final = MappingProxyType(_CHAT)

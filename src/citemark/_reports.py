@@ -126,7 +126,7 @@ class SynthesisReport(BaseModel):
 class MalformedLine(BaseModel):
     """An input line that could not be read as a row, and why, in structural terms.
 
-    The reason names what was wrong (``not valid JSON``, ``answer must be a string``)
+    The reason names what was wrong (``not valid JSON``, ``answer is missing``)
     and never quotes the line: recorded outputs are untrusted text.
     """
 

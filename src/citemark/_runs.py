@@ -20,17 +20,24 @@ being silently accepted. There is no size cap on a line.
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from pydantic import ValidationError
 
+from citemark._errors import NoSourcesError, StructuredAnswerError
+from citemark._formats import sniff
 from citemark._models import Source
 from citemark._provider_rows import ProviderRow, ProviderRowError, read_provider_row
 from citemark._reports import MalformedLine
 from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._structured import StructuredCitedAnswer, check_structured
+from citemark._structured_rows import NOT_PARSED, parsed_object
 from citemark._validation import describe_validation_error
 
-__all__ = ["CheckRow", "parse_row"]
+if TYPE_CHECKING:
+    from citemark._formats import Recorded
+
+__all__ = ["CheckRow", "RowOptions", "parse_recorded", "parse_row"]
 
 _KNOWN_SOURCE_FIELDS: Final = frozenset(Source.model_fields)
 _NOT_A_FIELD: Final = "a field Source does not define (put extra fields in metadata)"
@@ -40,6 +47,20 @@ _STRICT_JSON_REASONS: Final = {
     "non-finite number": "not strict JSON: it holds NaN or Infinity",
     "nesting too deep": "not valid JSON: nested too deep",
 }
+
+
+class RowOptions(NamedTuple):
+    """What the check tells the row reader beyond the line itself."""
+
+    index_base: int = 1
+    """The check's numbering base, for a structured answer's ids (a row's own wins)."""
+    text_field: str | None = None
+    """``--answer-field``: JSON pointer of a structured answer's text (default ``/answer``)."""
+    citations_field: str | None = None
+    """``--citations-field``: JSON pointer of its citations (default ``/citations``)."""
+
+
+_DEFAULT_OPTIONS: Final = RowOptions()
 
 
 class CheckRow(NamedTuple):
@@ -65,9 +86,25 @@ class CheckRow(NamedTuple):
     """With ``group_by``, the value of that field of the row (any JSON value, or None
     when it is missing); what it means is the check's to decide."""
 
+    unassessed: str | None = None
+    """A reason code of `citemark._reasons.RECORDED_REASONS` when the row was read from
+    another tool's file whose record cannot say how the model numbered its sources:
+    the row is reported un-assessed with it and never resolved. None otherwise."""
+
+    index_base_from_prompt: bool = False
+    """Whether the row's ``index_base`` was read off the numbering its recorded prompt
+    shows (``--from`` readers only); its findings say so."""
+
+    structured: StructuredCitedAnswer | None = None
+    """For a row whose ``answer`` is an object: its citations checked against the
+    sources (see ``citemark._structured_rows``); ``answer`` is then its text."""
+
 
 def parse_row(
-    line: int, raw: bytes, group_by: str | None = None
+    line: int,
+    raw: bytes,
+    group_by: str | None = None,
+    options: RowOptions = _DEFAULT_OPTIONS,
 ) -> CheckRow | MalformedLine | None:
     """Read one input line as a row.
 
@@ -75,6 +112,7 @@ def parse_row(
         line: The line's 1-based number.
         raw: The line's bytes, with or without its line break.
         group_by: A field whose value the row keeps as `CheckRow.group`.
+        options: The check's base and a structured answer's field pointers.
 
     Returns:
         The row; a `MalformedLine` with a structural reason when the line is not a
@@ -91,26 +129,107 @@ def parse_row(
     except _MalformedError as exc:
         return MalformedLine(line=line, reason=str(exc))
     try:
-        row = _row(line, value)
+        row = _row(line, value, options)
     except _MalformedError as exc:
-        return MalformedLine(line=line, reason=str(exc))
+        return MalformedLine(line=line, reason=_with_hint(str(exc), value))
     if group_by is not None and isinstance(value, dict):
         row = row._replace(group=value.get(group_by))
     return row
+
+
+def parse_recorded(
+    record: Recorded, group_by: str | None = None, options: RowOptions = _DEFAULT_OPTIONS
+) -> CheckRow | MalformedLine:
+    """Read one row that a ``--from`` reader produced from another tool's file.
+
+    The reader's row is read exactly as a native line's JSON object would be, so the
+    same rows give the same results whichever file they came from. A record the
+    reader marked un-assessed keeps only its id, question and answer text.
+    """
+    if record.row is None:
+        return MalformedLine(line=record.line, reason=record.malformed or "not a row")
+    value = dict(record.row)
+    try:
+        if record.unassessed is not None:
+            row = _unassessed_row(record.line, value, record.unassessed)
+        else:
+            row = _row(record.line, value, options)
+    except _MalformedError as exc:
+        return MalformedLine(line=record.line, reason=str(exc))
+    if record.index_base_from_prompt:
+        row = row._replace(index_base_from_prompt=True)
+    if group_by is not None:
+        row = row._replace(group=value.get(group_by))
+    return row
+
+
+def _with_hint(reason: str, value: object) -> str:
+    """A malformed line's reason, naming the ``--from`` format it seems to be written in."""
+    name = sniff(value)
+    if name is None:
+        return reason
+    return f"{reason} (the line looks like a {name} record: read it with --from {name})"
+
+
+def _unassessed_row(line: int, value: dict[str, object], code: str) -> CheckRow:
+    answer = value.get("answer")
+    text = answer if isinstance(answer, str) else ""
+    question = value.get("question")
+    row_id = value.get("id")
+    return CheckRow(
+        line,
+        None if row_id is None else str(row_id),
+        question if isinstance(question, str) else "",
+        text,
+        (),
+        unassessed=code,
+    )
 
 
 class _MalformedError(ValueError):
     """A line is not a row; the message is a structural reason written here."""
 
 
-def _row(line: int, value: object) -> CheckRow:
+def _row(line: int, value: object, options: RowOptions) -> CheckRow:
     if isinstance(value, dict) and "provider_response" in value:
         try:
             value, provider = read_provider_row(value)
         except ProviderRowError as exc:
             raise _MalformedError(str(exc)) from None
         return _marker_row(line, value)._replace(provider=provider)
+    if isinstance(value, dict) and isinstance(value.get("answer"), dict):
+        return _structured_row(line, value, options)
     return _marker_row(line, value)
+
+
+def _structured_row(line: int, value: dict[str, object], options: RowOptions) -> CheckRow:
+    """A row whose answer is an object: its text scored, its citations checked here."""
+    answer = value["answer"]
+    assert isinstance(answer, dict)  # noqa: S101 - the caller's test
+    parsed = parsed_object(answer)
+    row = _marker_row(line, {**value, "answer": ""})
+    if parsed is None:
+        return row._replace(unassessed=NOT_PARSED, sources=())
+    if isinstance(row.sources, str):
+        msg = "a structured answer cites numbered sources: give sources, not a context"
+        raise _MalformedError(msg)
+    base = options.index_base if row.index_base is None else row.index_base
+    try:
+        checked = check_structured(
+            parsed,
+            row.sources,
+            index_base=base,
+            text_field=options.text_field,
+            citations_field=options.citations_field,
+            include_text=False,
+        )
+    except StructuredAnswerError as exc:
+        msg = f"answer is not a structured answer whose citations can be read: {exc}"
+        raise _MalformedError(msg) from None
+    except NoSourcesError:
+        msg = "a structured answer's sources must not be empty"
+        raise _MalformedError(msg) from None
+    return row._replace(answer=checked.text, structured=checked)
 
 
 def _marker_row(line: int, value: object) -> CheckRow:
@@ -122,7 +241,7 @@ def _marker_row(line: int, value: object) -> CheckRow:
         msg = "answer is missing"
         raise _MalformedError(msg)
     if not isinstance(answer, str):
-        msg = "answer must be a string"
+        msg = "answer must be a string or a structured answer object"
         raise _MalformedError(msg)
     question = value.get("question")
     if question is None:

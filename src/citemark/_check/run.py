@@ -57,16 +57,21 @@ from citemark._check.sinks import (
     opened,
 )
 from citemark._errors import NoRowsError
+from citemark._formats import ReadOptions
 from citemark._provider_rows import count_provider_citations, with_provider_findings
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
-from citemark._runs import CheckRow, parse_row
+from citemark._runs import CheckRow, RowOptions, parse_recorded, parse_row
+from citemark._scorer.findings import NO_FINDINGS
+from citemark._scorer.result import result, unassessed
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
+from citemark._structured_rows import with_structured_findings
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from pydantic import JsonValue
 
+    from citemark._formats import Reader
     from citemark._replay.recording import JudgeCallRecorder
     from citemark._scorer.scorer import CitationScore
 
@@ -95,6 +100,8 @@ _MIN_CHUNK: Final = 512
 # Block size of the line-counting pass that gives the progress bar its total.
 _COUNT_BLOCK: Final = 1 << 20
 _CHUNK_PER_WORKER: Final = 16
+# How many malformed lines' reasons an input with no readable row names in its error.
+_REASONS_NAMED: Final = 3
 
 
 class CheckResult(NamedTuple):
@@ -142,6 +149,9 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     progress: Callable[[int, int], None] | None = None,
     formats: Sequence[str] = (),
     group_by: str | None = None,
+    row_options: RowOptions | None = None,
+    reader: Reader | None = None,
+    read_options: ReadOptions | None = None,
 ) -> CheckResult:
     """Check every row of a JSONL file; write ``rows.jsonl``, ``report.html``, ``report.json``.
 
@@ -163,6 +173,12 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
             e.g. ``("junit",)`` for ``report.junit.xml``.
         group_by: A row field (e.g. ``model``) to break every count down by; see
             ``citemark._check.groups``.
+        row_options: The numbering base and a structured answer's field pointers
+            (default: the scorer's base, ``/answer`` and ``/citations``).
+        reader: A reader of another tool's format (``citemark._formats``) that turns
+            the file into rows; None for citemark's own JSONL. The input's SHA-256 is
+            then taken in a first pass over its bytes.
+        read_options: What the reader is told (``--index-base``, ``--map``).
 
     Returns:
         The report and the paths of the files.
@@ -180,24 +196,29 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     digest = hashlib.sha256()
     tally = _Tally(group_by)
     chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
+    options = row_options or RowOptions(index_base=scorer.index_base)
     with source.open("rb") as handle, asyncio.Runner() as runner, contextlib.ExitStack() as stack:
         total = _count_lines(handle) if progress is not None else 0
+        if reader is not None:
+            digest = hashlib.file_digest(handle, "sha256")
+            handle.seek(0)
         ticker = _Ticker(progress, total)
-        options = start_outputs(stack, out, scorer, html_rows, group_by, run_id)
+        sink_options = start_outputs(stack, out, scorer, html_rows, group_by, run_id)
         # Each sink is closed from the moment it exists (see `opened`).
-        sinks: list[CheckSink] = [opened(stack, JsonlSink(options))]
-        html = opened(stack, HtmlSink(options))
+        sinks: list[CheckSink] = [opened(stack, JsonlSink(sink_options))]
+        html = opened(stack, HtmlSink(sink_options))
         sinks.append(html)
-        sinks.extend(opened(stack, FORMATS[name](options)) for name in formats)
+        sinks.extend(opened(stack, FORMATS[name](sink_options)) for name in formats)
         if recorder is not None:
-            calls = JudgeCallsSink(options, recorder.next_row, lambda: recorder.loose)
+            calls = JudgeCallsSink(sink_options, recorder.next_row, lambda: recorder.loose)
             sinks.append(opened(stack, calls))
         chunk: list[CheckRow | MalformedLine] = []
-        for number, raw in enumerate(handle, start=1):
-            digest.update(raw)
-            parsed = parse_row(number, raw, group_by)
-            if parsed is None:
-                continue
+        if reader is None:
+            rows = _native_rows(handle, digest, group_by, options)
+        else:
+            records = reader(handle, read_options or _NO_READ_OPTIONS)
+            rows = (parse_recorded(record, group_by, options) for record in records)
+        for parsed in rows:
             chunk.append(parsed)
             if len(chunk) >= chunk_size:
                 _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
@@ -211,6 +232,17 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         )
         report, report_path = finish_outputs(out, sinks, facts, config)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
+
+
+def _native_rows(
+    handle: BinaryIO, digest: hashlib._Hash, group_by: str | None, options: RowOptions
+) -> Iterator[CheckRow | MalformedLine]:
+    """The rows of citemark's own JSONL, each line's bytes hashed as it is read."""
+    for number, raw in enumerate(handle, start=1):
+        digest.update(raw)
+        parsed = parse_row(number, raw, group_by, options)
+        if parsed is not None:
+            yield parsed
 
 
 def start_outputs(  # noqa: PLR0913, PLR0917 - what every sink is built from
@@ -263,6 +295,7 @@ def finish_outputs(
 # Every file a run may write, so a later run can remove what a killed one left.
 # A new sink adds its file's name here.
 _OUTPUT_NAMES: Final = (REPORT_NAME, ROWS_NAME, HTML_NAME, JUNIT_NAME, JUDGE_CALLS_NAME)
+_NO_READ_OPTIONS: Final = ReadOptions()
 
 
 def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed explicitly
@@ -276,22 +309,24 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     recorder: JudgeCallRecorder | None = None,
 ) -> None:
     rows = [item for item in chunk if isinstance(item, CheckRow)]
-    ticker.add(len(chunk) - len(rows))
+    scored = [row for row in rows if row.unassessed is None]
+    ticker.add(len(chunk) - len(scored))
     results = (
         runner.run(
             scorer.score_many(
-                (ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in rows),
+                (ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in scored),
                 concurrency=concurrency,
                 on_scored=ticker.tick,
             )
         )
-        if rows
+        if scored
         else []
     )
     if recorder is not None:
-        recorder.end_batch(len(rows))
+        recorder.end_batch(len(scored))
+    computed = iter(results)
     results = [
-        with_provider_findings(s, row.provider) for row, s in zip(rows, results, strict=True)
+        _row_score(row, None if row.unassessed is not None else next(computed)) for row in rows
     ]
     tally.add_scores(results)
     scores = iter(results)
@@ -304,6 +339,24 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
             tally.add_grouped(item, checked.score)
         for sink in sinks:
             sink.add(checked)
+
+
+def _row_score(row: CheckRow, score: CitationScore | None) -> CitationScore:
+    """A row's score with what the scorer does not see: provider, structured, reader facts."""
+    if score is None:
+        assert row.unassessed is not None  # noqa: S101 - only such rows go unscored
+        return unassessed(row.unassessed, NO_FINDINGS)
+    score = with_structured_findings(with_provider_findings(score, row.provider), row.structured)
+    if not row.index_base_from_prompt:
+        return score
+    return result(
+        assessed=score.assessed,
+        passed=score.passed,
+        score=score.score,
+        reason=score.reason,
+        explanation=score.explanation,
+        findings=score.findings.model_copy(update={"index_base_from_prompt": True}),
+    )
 
 
 def _count_lines(handle: BinaryIO) -> int:
@@ -389,15 +442,19 @@ class _Tally:
         for score in scores:
             findings = score.findings
             classified = findings.sentence_coverage is not None  # None: not scored at all
+            structured = findings.structured
             if (
                 classified
                 and not findings.fabricated_citations
                 and not findings.ambiguous_citations
                 and "unsent_document" not in findings.deterministic_failures
+                and (structured is None or not structured.out_of_range)
             ):
                 self.all_resolve += 1
                 self.cite_nothing += (
-                    not findings.resolved_citations and not findings.provider_citations
+                    not findings.resolved_citations
+                    and not findings.provider_citations
+                    and (structured is None or not structured.citations)
                 )
             for code in findings.deterministic_failures:
                 self.violations[code] = self.violations.get(code, 0) + 1
@@ -439,12 +496,17 @@ class _Tally:
             self.malformed_lines.append(item)
 
     def require_rows(self) -> None:
-        """Raise NoRowsError if no row was read."""
+        """Raise NoRowsError if no row was read, naming the first malformed lines' reasons."""
         if self.rows == 0:
             msg = (
                 "the input holds no readable row"
                 if self.malformed == 0
-                else f"no line of the input is a readable row ({self.malformed} malformed)"
+                else f"no line of the input is a readable row ({self.malformed} malformed"
+                + "".join(
+                    f"; line {item.line}: {item.reason}"
+                    for item in self.malformed_lines[:_REASONS_NAMED]
+                )
+                + ")"
             )
             raise NoRowsError(msg)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import math
 import os
@@ -62,9 +63,11 @@ from citemark._errors import (
     RunDiffError,
     SynthesisError,
 )
+from citemark._formats import FORMAT_NAMES, Reader, ReadOptions, reader_for
 from citemark._judge import FaithfulnessJudge
 from citemark._replay.replay import ReplayChat
 from citemark._retrieval import BM25Retriever
+from citemark._runs import RowOptions
 from citemark._scorer.scorer import CitationScorer
 from citemark._syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN
 from citemark._synthesis import Synthesizer
@@ -251,9 +254,40 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         "--index-base",
         type=int,
         choices=(0, 1),
-        default=1,
+        default=None,
         help="the number of the first source: 1 (default) or 0 for pipelines that number "
         "from 0; a row's own index_base field wins",
+    )
+    check.add_argument(
+        "--from",
+        dest="from_format",
+        choices=[name for name in FORMAT_NAMES if name != "map"],
+        default=None,
+        help="read RUNS in another tool's format: a Ragas dataset, DeepEval test cases, "
+        "LangSmith runs, OpenInference spans (OTLP JSON, SDK JSON, Phoenix Parquet) or "
+        "MLflow traces",
+    )
+    check.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=POINTER",
+        help="read any other JSONL: where each row field is, as a JSON pointer "
+        "(answer=/output/text, question=, id=, sources=, source.text=, source.doc_id=, "
+        "source.chunk_id=, index_base=); may be given more than once",
+    )
+    check.add_argument(
+        "--answer-field",
+        metavar="POINTER",
+        default=None,
+        help="in a structured answer (an object), the JSON pointer of its text (default /answer)",
+    )
+    check.add_argument(
+        "--citations-field",
+        metavar="POINTER",
+        default=None,
+        help="in a structured answer, the JSON pointer of its citations: source ids, or "
+        "objects with source_id and quote (default /citations)",
     )
     check.add_argument(
         "--strict-markers",
@@ -653,6 +687,49 @@ def _pattern(text: str, option: str, flags: int) -> re.Pattern[str]:
     return compiled
 
 
+def _check_reader(args: argparse.Namespace) -> tuple[Reader | None, ReadOptions]:
+    """The reader ``--from`` or ``--map`` names, and what it is told; None for native JSONL."""
+    if args.map and args.from_format is not None:
+        msg = "--map reads a JSONL of your own shape: give it without --from"
+        raise _UsageError(msg)
+    mapping: dict[str, str] = {}
+    for item in args.map:
+        field, sep, pointer = item.partition("=")
+        if not sep or not field:
+            msg = "--map takes FIELD=POINTER, e.g. --map answer=/output/text"
+            raise _UsageError(msg)
+        if field in mapping:
+            msg = f"--map names {field} twice"
+            raise _UsageError(msg)
+        mapping[field] = pointer
+    options = ReadOptions(index_base=args.index_base, mapping=mapping or None)
+    name = "map" if mapping else args.from_format
+    if name is None:
+        return None, options
+    try:
+        reader = reader_for(name)
+        if mapping:
+            check_mapping = getattr(
+                importlib.import_module(reader.__module__), "check_mapping", None
+            )
+            if check_mapping is not None:
+                check_mapping(mapping)
+    except ImportError as exc:
+        msg = f"--from {name} needs a package that is not installed ({exc.name})"
+        raise _UsageError(msg) from None
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    return reader, options
+
+
+def _pointer(value: str | None, option: str) -> str | None:
+    """A JSON pointer option, refused unless it is one (empty, or starting with /)."""
+    if value is not None and value and not value.startswith("/"):
+        msg = f"{option} must be a JSON pointer: empty, or starting with /"
+        raise _UsageError(msg)
+    return value
+
+
 def _check(args: argparse.Namespace) -> int:
     runs: Path = args.runs
     if not runs.is_file():
@@ -670,6 +747,12 @@ def _check(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     label_pattern = _pattern(args.label_pattern, "--label-pattern", re.MULTILINE)
     citation_pattern = _pattern(args.citation_pattern, "--citation-pattern", 0)
+    reader, read_options = _check_reader(args)
+    row_options = RowOptions(
+        index_base=1 if args.index_base is None else args.index_base,
+        text_field=_pointer(args.answer_field, "--answer-field"),
+        citations_field=_pointer(args.citations_field, "--citations-field"),
+    )
     judge = _check_judge(args)
     scorer = CitationScorer(
         judge,
@@ -677,7 +760,7 @@ def _check(args: argparse.Namespace) -> int:
         label_pattern=label_pattern,
         citation_pattern=citation_pattern,
         judge_violations=args.judge_violations,
-        index_base=args.index_base,
+        index_base=row_options.index_base,
         strict_markers=args.strict_markers,
     )
     config: dict[str, Any] = {
@@ -696,13 +779,25 @@ def _check(args: argparse.Namespace) -> int:
         "citation_pattern": citation_pattern.pattern,
         "judge_violations": args.judge_violations,
         **(_generation(args).config() if judge is not None else {}),
-        "index_base": args.index_base,
+        "index_base": row_options.index_base,
         "strict_markers": args.strict_markers,
         "group_by": args.group_by,
     }
     if args.replay_judge is not None:
         config["replay_judge"] = str(args.replay_judge)
+    if reader is not None:
+        config["from"] = "map" if args.map else args.from_format
+        if args.map:
+            config["map"] = dict(read_options.mapping or {})
+    fields = {"answer_field": args.answer_field, "citations_field": args.citations_field}
+    config.update({key: value for key, value in fields.items() if value is not None})
     if args.engine == "ray":
+        if reader is not None or args.answer_field or args.citations_field:
+            msg = (
+                "--engine ray reads citemark's own JSONL only: leave out --from, --map, "
+                "--answer-field and --citations-field, or use --engine local"
+            )
+            raise _UsageError(msg)
         return _print_check_result(args, _ray_check(args, config, coverage))
     with CheckProgress(enabled=sys.stderr.isatty() and not args.quiet) as progress:
         try:
@@ -716,6 +811,9 @@ def _check(args: argparse.Namespace) -> int:
                 progress=progress,
                 formats=list(dict.fromkeys(args.formats)),
                 group_by=args.group_by,
+                row_options=row_options,
+                reader=reader,
+                read_options=read_options,
             )
         except NoRowsError as exc:
             raise _UsageError(str(exc)) from None
@@ -774,7 +872,7 @@ def _ray_check(
         label_pattern=args.label_pattern,
         citation_pattern=args.citation_pattern,
         judge_violations=args.judge_violations,
-        index_base=args.index_base,
+        index_base=1 if args.index_base is None else args.index_base,
         strict_markers=args.strict_markers,
         **(_generation(args)._asdict() if args.judge_model is not None else {}),
     )

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from citemark._models import UnrecognizedToken
 from citemark._providers._model import ProviderVerification
+from citemark._structured import StructuredFindings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -49,12 +50,15 @@ ViolationCode = Literal[
     "unrecognized_citation",
     "unsent_document",
     "provider_citation_mismatch",
+    "quote_not_in_source",
 ]
 """A deterministic violation: a finding made in code that fails a row.
 
 ``unsent_document``: a provider-native citation names a document the row's
 ``documents`` do not hold; ``provider_citation_mismatch``: one's span or text does
-not re-read from the document sent (``mismatch``, ``drifted`` or ``unit_error``)."""
+not re-read from the document sent (``mismatch``, ``drifted`` or ``unit_error``);
+``quote_not_in_source``: a structured answer's quote does not occur in the source it
+cites (an out-of-range structured id is a ``fabricated_citation``, like a marker)."""
 
 
 class _Finding(BaseModel):
@@ -257,6 +261,12 @@ class ScoreFindings(_Finding):
     """For a row recorded with a provider's raw response: each provider-native citation
     in response order, re-read from the documents the row says were sent, with its
     outcome (``verified``, ``mismatch``, ``unknown_document``, ...). Empty otherwise."""
+    structured: StructuredFindings | None = None
+    """For a row whose answer is a structured object: each of its citations (source
+    ids, quotes) and the markers in its other string fields, checked; None otherwise."""
+    index_base_from_prompt: bool = False
+    """Whether ``index_base`` was read off the numbering the row's recorded prompt shows
+    (``citemark check --from``), rather than given by an option or a row field."""
 
     @property
     def violated(self) -> bool:
