@@ -85,6 +85,7 @@ __all__ = [
     "NoRowsError",
     "finish_outputs",
     "is_violation",
+    "row_score",
     "run_check",
 ]
 
@@ -326,7 +327,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
         recorder.end_batch(len(scored))
     computed = iter(results)
     results = [
-        _row_score(row, None if row.unassessed is not None else next(computed)) for row in rows
+        row_score(row, None if row.unassessed is not None else next(computed)) for row in rows
     ]
     tally.add_scores(results)
     scores = iter(results)
@@ -341,8 +342,12 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
             sink.add(checked)
 
 
-def _row_score(row: CheckRow, score: CitationScore | None) -> CitationScore:
-    """A row's score with what the scorer does not see: provider, structured, reader facts."""
+def row_score(row: CheckRow, score: CitationScore | None) -> CitationScore:
+    """A row's score with what the scorer does not see: provider, structured, reader facts.
+
+    ``score`` is the scorer's, or None for a row a reader left un-assessed. Both
+    engines finish every row here.
+    """
     if score is None:
         assert row.unassessed is not None  # noqa: S101 - only such rows go unscored
         return unassessed(row.unassessed, NO_FINDINGS)

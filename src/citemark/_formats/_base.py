@@ -31,9 +31,10 @@ class Recorded(NamedTuple):
     malformed: str | None = None
     """Why the record is not a row: a structural sentence that never quotes it."""
     unassessed: str | None = None
-    """A code of `citemark._reasons.RECORDED_REASONS` when the row is read but its
-    numbering cannot be known (order not recorded, contexts joined, cut short): the
-    row is reported un-assessed with it and never resolved."""
+    """A reason code when the row is read but cannot be checked honestly: one of
+    `citemark._reasons.RECORDED_REASONS` (order not recorded, contexts joined, cut
+    short, ...) or ``no_answer``. The row is reported un-assessed with it and never
+    resolved."""
     index_base_from_prompt: bool = False
     """True when the reader took ``index_base`` from the numbering the recorded prompt
     shows (``Source 0:``, ``[0]`` headers) rather than from an option or a field;

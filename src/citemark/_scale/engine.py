@@ -40,7 +40,7 @@ from citemark._artifacts import (
 from citemark._check.html import HTML_NAME
 from citemark._check.judge_calls import JudgeCallsSink, recording
 from citemark._check.page import HtmlSink
-from citemark._check.run import CheckResult, _Tally, finish_outputs, start_outputs
+from citemark._check.run import CheckResult, _Tally, finish_outputs, row_score, start_outputs
 from citemark._check.sinks import (
     FORMATS,
     ROWS_NAME,
@@ -52,9 +52,8 @@ from citemark._check.sinks import (
     row_line,
     with_run_id,
 )
-from citemark._provider_rows import with_provider_findings
 from citemark._reports import CheckSummary, MalformedLine
-from citemark._runs import CheckRow, parse_row
+from citemark._runs import CheckRow, RowOptions, parse_row
 from citemark._scorer.findings import ScoreFindings
 from citemark._scorer.result import unassessed
 from citemark._scorer.scorer import CitationScorer, ScoreRow
@@ -176,6 +175,7 @@ class CheckBatch:
         self._scorer, self._recorder = recording(scorer_factory())
         self._concurrency = concurrency
         self._group_by = group_by
+        self._row_options = RowOptions(index_base=self._scorer.index_base)
         self._runner = asyncio.Runner()
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
@@ -192,7 +192,7 @@ class CheckBatch:
             batch = {"line": [row["line"] for row in lines], "raw": [row["raw"] for row in lines]}
         for line, raw in zip(batch["line"], batch["raw"], strict=True):
             data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-            parsed = parse_row(int(line), data, self._group_by)
+            parsed = parse_row(int(line), data, self._group_by, self._row_options)
             if parsed is not None:
                 items.append(parsed)
         rows = [item for item in items if isinstance(item, CheckRow)]
@@ -234,7 +234,7 @@ class CheckBatch:
             )
         except Exception:  # noqa: BLE001 - one row's failure never fails the job
             return self._one_by_one(rows)
-        scores = _with_providers(rows, scores)
+        scores = _finished(rows, scores)
         return scores, [_scoring_error(score) for score in scores], self._calls(len(rows))
 
     def _one_by_one(
@@ -247,7 +247,7 @@ class CheckBatch:
         calls: list[list[dict[str, Any]]] = []
         for row in rows:
             try:
-                (score,) = _with_providers(
+                (score,) = _finished(
                     [row], self._runner.run(self._scorer.score_many(_pending([row])))
                 )
                 errors.append(_scoring_error(score))
@@ -270,9 +270,9 @@ def _pending(rows: list[CheckRow]) -> list[ScoreRow]:
     return [ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in rows]
 
 
-def _with_providers(rows: list[CheckRow], scores: list[CitationScore]) -> list[CitationScore]:
-    """Each score with its row's provider citations, as the local check records them."""
-    return [with_provider_findings(s, row.provider) for row, s in zip(rows, scores, strict=True)]
+def _finished(rows: list[CheckRow], scores: list[CitationScore]) -> list[CitationScore]:
+    """Each score with its row's provider and structured citations, as the local check has it."""
+    return [row_score(row, s) for row, s in zip(rows, scores, strict=True)]
 
 
 def _scoring_error(score: CitationScore) -> str | None:

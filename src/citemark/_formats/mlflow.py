@@ -1,0 +1,638 @@
+"""``citemark check --from mlflow``: MLflow traces, as ``Trace.to_json()`` writes them.
+
+A file holds MLflow traces (``{"info": {...}, "data": {"spans": [...]}}``) one per
+line (JSONL), as a JSON array of traces, or as one or more pretty-printed traces one
+after another. JSONL is read a line at a time; an array or a pretty-printed file is
+cut into its traces by an incremental splitter, so memory stays bounded by the
+largest trace, never the file.
+
+Every span attribute value is JSON text inside the JSON file, so it is decoded a
+second time. From each trace:
+
+- ``id`` is ``info.trace_id``;
+- ``question`` is the root span's ``mlflow.spanInputs``: a string as it is; an
+  object's ``question``, ``query`` or ``input`` string (the first of them present),
+  else its only value when it has exactly one and that is a string; else empty;
+- ``answer`` is the output of the model span that ended last (``CHAT_MODEL``:
+  ``choices[0].message.content``, or the first tool call's arguments as a structured
+  ``{"answer": ..., "citations": [...]}`` object; ``LLM``: the output string or its
+  ``text``), else the root span's output (a string, or an object's ``answer``);
+- ``sources`` are the retriever span's ``mlflow.spanOutputs[i]`` documents in list
+  order (`source_from_document`).
+
+``info.trace_metadata["mlflow.traceOutputs"]`` and the previews are never read:
+MLflow cuts them short. The row is un-assessed (never resolved against a guess) when
+the trace has no root span or lost a span's parent (``trace_incomplete``), holds no
+retriever documents (``no_retrieval_recorded``) or more than one retrieval
+(``several_retrievals``; a retriever span inside another retriever span is the same
+retrieval), holds a retriever output that is not JSON any more (``sources_truncated``:
+what an attribute length limit leaves), a tool-call answer that is not a JSON object
+(``structured_output_not_parsed``), or a prompt that shows the retrieved texts in
+another order than the list (``source_order_not_recorded``). When the recorded prompt
+numbers its sources from 0 (`prompt_index_base`), the row's ``index_base`` is 0 and
+says it came from the prompt; ``--index-base`` wins over the prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
+
+from citemark._formats._base import ReadOptions, Recorded
+from citemark._strictjson import StrictJSONError, loads_strict
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+
+__all__ = [
+    "json_records",
+    "loads",
+    "prompt_index_base",
+    "prompt_order_differs",
+    "read",
+    "source_from_document",
+]
+
+_CHUNK: Final = 1 << 16
+_QUESTION_KEYS: Final = ("question", "query", "input")
+_MODEL_TYPES: Final = frozenset({"CHAT_MODEL", "LLM"})
+_STRICT_JSON_REASONS: Final = {
+    "duplicate key": "not strict JSON: an object gives a key twice",
+    "non-finite number": "not strict JSON: it holds NaN or Infinity",
+    "nesting too deep": "not valid JSON: nested too deep",
+}
+# Source headers a prompt may number its sources with, at the start of a line.
+_HEADERS: Final = (
+    re.compile(r"^\[([0-9]+)\]", re.MULTILINE),
+    re.compile(r"^Source ID: ?([0-9]+)", re.MULTILINE),
+    re.compile(r"^Source ([0-9]+):", re.MULTILINE),
+)
+
+
+class MalformedError(ValueError):
+    """A record is not readable; the message is a structural reason written here."""
+
+
+# --- the file: JSONL, a JSON array, or JSON values one after another ---------------
+
+
+def json_records(handle: BinaryIO) -> Iterator[tuple[int, bytes | None, str | None]]:
+    """The JSON records of a file, streamed: ``(where, bytes, None)`` or ``(where, None, reason)``.
+
+    A file whose first line is a whole JSON object is JSONL: ``where`` is the 1-based
+    line, and a bad line is one malformed record. Otherwise the file is a JSON array
+    of objects or JSON objects one after another (pretty-printed): ``where`` is the
+    record's 1-based position, and a break in the structure ends the file with one
+    malformed record, since nothing after it can be told apart.
+    """
+    head = handle.read(_CHUNK)
+    start = _first_content(head)
+    while start is None and head:
+        more = handle.read(_CHUNK)
+        if not more:
+            return
+        head += more
+        start = _first_content(head)
+    if start is None:
+        return
+    if head[start : start + 1] == b"{":
+        end = head.find(b"\n", start)
+        while end < 0:
+            more = handle.read(_CHUNK)
+            if not more:
+                end = len(head)
+                break
+            head += more
+            end = head.find(b"\n", start)
+        if _is_object(head[start:end]):
+            yield from _jsonl(head, handle)
+            return
+    yield from _split(_chunks(head, handle))
+
+
+def _first_content(data: bytes) -> int | None:
+    match = re.search(rb"\S", data)
+    return None if match is None else match.start()
+
+
+def _is_object(line: bytes) -> bool:
+    try:
+        return isinstance(loads_strict(line.decode("utf-8-sig"), max_bytes=None), dict)
+    except (StrictJSONError, UnicodeDecodeError):
+        return False
+
+
+def _jsonl(head: bytes, handle: BinaryIO) -> Iterator[tuple[int, bytes | None, str | None]]:
+    lines = head.split(b"\n")
+    tail = lines.pop()
+    number = 0
+    for number, raw in enumerate(lines, start=1):
+        if raw.strip():
+            yield number, raw, None
+    rest = tail + handle.readline()
+    while rest:
+        number += 1
+        if rest.strip():
+            yield number, rest, None
+        rest = handle.readline()
+
+
+def _chunks(head: bytes, handle: BinaryIO) -> Iterator[bytes]:
+    yield head
+    while chunk := handle.read(_CHUNK):
+        yield chunk
+
+
+_IN_STRING: Final = re.compile(rb'["\\]')
+_IN_VALUE: Final = re.compile(rb'[{}\[\]"]')
+_BETWEEN: Final = re.compile(rb"[^\s,]")
+_QUOTE: Final = ord('"')
+_BACKSLASH: Final = ord("\\")
+_OPEN_OBJECT: Final = ord("{")
+_OPEN_ARRAY: Final = ord("[")
+_CLOSE_ARRAY: Final = ord("]")
+_OPENERS: Final = frozenset(b"{[")
+
+
+class _SplitState:
+    """Where the splitter is: inside a string, how deep, and the value so far."""
+
+    def __init__(self) -> None:
+        self.array: bool | None = None
+        self.closed = False
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.value = bytearray()
+        self.position = 0
+
+
+def _split(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes | None, str | None]]:
+    """Cut a JSON array of objects, or objects one after another, into its objects."""
+    state = _SplitState()
+    for chunk in chunks:
+        for item in _split_chunk(state, chunk):
+            yield item
+            if item[1] is None:
+                return
+    if state.depth > 0:
+        yield state.position + 1, None, "the file ends inside a trace"
+    elif state.array and not state.closed:
+        yield state.position + 1, None, "the file ends inside the JSON array"
+
+
+def _split_chunk(
+    state: _SplitState, chunk: bytes
+) -> Iterator[tuple[int, bytes | None, str | None]]:
+    pos, size = 0, len(chunk)
+    mark = 0
+    while pos < size:
+        if state.depth == 0:
+            match = _BETWEEN.search(chunk, pos)
+            if match is None:
+                return
+            pos = match.end()
+            problem = _between(state, chunk[match.start()])
+            if problem is not None:
+                yield state.position + 1, None, problem
+                return
+            mark = match.start()
+        elif state.escaped:
+            state.escaped = False
+            pos += 1
+        elif state.in_string:
+            match = _IN_STRING.search(chunk, pos)
+            if match is None:
+                break
+            pos = match.end()
+            if chunk[match.start()] == _BACKSLASH:
+                state.escaped = True
+            else:
+                state.in_string = False
+        else:
+            match = _IN_VALUE.search(chunk, pos)
+            if match is None:
+                break
+            pos = match.end()
+            byte = chunk[match.start()]
+            if byte == _QUOTE:
+                state.in_string = True
+            elif byte in _OPENERS:
+                state.depth += 1
+            else:
+                state.depth -= 1
+                if state.depth == 0:
+                    state.value += chunk[mark:pos]
+                    state.position += 1
+                    yield state.position, bytes(state.value), None
+                    state.value.clear()
+    if state.depth > 0:
+        state.value += chunk[mark:]
+
+
+def _between(state: _SplitState, byte: int) -> str | None:
+    """Take one byte met outside any trace; a structural reason when it cannot be there.
+
+    ``[`` opens the array (first thing only), ``]`` closes it, ``{`` opens a trace.
+    """
+    if state.closed:
+        return "text follows the end of the JSON array"
+    if state.array is None:
+        state.array = byte == _OPEN_ARRAY
+        if state.array:
+            return None
+    if state.array and byte == _CLOSE_ARRAY:
+        state.closed = True
+        return None
+    if byte != _OPEN_OBJECT:
+        return "a trace must be a JSON object"
+    state.depth = 1
+    return None
+
+
+# --- shared with the other trace readers -------------------------------------------
+
+
+def loads(raw: bytes | str, first: bool = False) -> object:
+    """Parse one record's JSON strictly (no duplicate keys, NaN or Infinity).
+
+    Raises:
+        MalformedError: with a structural reason.
+    """
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig" if first else "utf-8")
+        except UnicodeDecodeError:
+            msg = "not UTF-8 text"
+            raise MalformedError(msg) from None
+    try:
+        return loads_strict(raw, max_bytes=None)
+    except StrictJSONError as exc:
+        reason = _STRICT_JSON_REASONS.get(exc.kind, "not valid JSON")
+    raise MalformedError(reason)
+
+
+def source_from_document(number: int, document: object) -> dict[str, object]:
+    """One retrieved document (``page_content``, ``id``, ``metadata``) as a citemark source.
+
+    ``text`` is ``page_content``; ``doc_id`` the document's ``id``, else
+    ``metadata["doc_id"]``, else its 1-based position; ``chunk_id`` is
+    ``metadata["chunk_id"]`` and ``uri`` ``metadata["source"]`` when they are strings;
+    ``metadata`` is kept whole.
+
+    Raises:
+        MalformedError: the document has no ``page_content`` string.
+    """
+    if not isinstance(document, dict):
+        msg = f"document {number} is not a JSON object"
+        raise MalformedError(msg)
+    text = document.get("page_content")
+    if not isinstance(text, str):
+        msg = f"document {number} has no page_content string"
+        raise MalformedError(msg)
+    metadata = document.get("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        msg = f"document {number} metadata is not a JSON object"
+        raise MalformedError(msg)
+    doc_id = document.get("id")
+    if not isinstance(doc_id, str) or not doc_id:
+        doc_id = metadata.get("doc_id")
+    if not isinstance(doc_id, str) or not doc_id:
+        doc_id = str(number)
+    source: dict[str, object] = {"text": text, "doc_id": doc_id, "metadata": metadata}
+    chunk_id = metadata.get("chunk_id")
+    if isinstance(chunk_id, str):
+        source["chunk_id"] = chunk_id
+    uri = metadata.get("source")
+    if isinstance(uri, str):
+        source["uri"] = uri
+    return source
+
+
+def prompt_index_base(prompt: str, count: int) -> int | None:
+    """0 when the prompt numbers ``count`` sources from 0, once each, in order; else None.
+
+    A header is ``[n]``, ``Source ID: n`` or ``Source n:`` at the start of a line.
+    The prompt shows 0-based numbering unambiguously when one header style reads
+    exactly ``0, 1, ..., count-1`` and none reads ``1, ..., count``.
+    """
+    if count == 0:
+        return None
+    zero, one = list(range(count)), list(range(1, count + 1))
+    seen = [[int(number) for number in pattern.findall(prompt)] for pattern in _HEADERS]
+    if zero in seen and one not in seen:
+        return 0
+    return None
+
+
+def prompt_order_differs(prompt: str, texts: list[str]) -> bool:
+    """Whether the prompt shows the texts, each found exactly once, in another order.
+
+    False when any text is empty, missing from the prompt or found in it more than
+    once: then the prompt settles nothing.
+    """
+    if len(texts) < 2:  # noqa: PLR2004 - one text has no order
+        return False
+    positions: list[int] = []
+    for text in texts:
+        found = prompt.find(text) if text else -1
+        if found < 0 or prompt.find(text, found + 1) >= 0:
+            return False
+        positions.append(found)
+    return positions != sorted(positions)
+
+
+# --- one trace -----------------------------------------------------------------------
+
+
+def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
+    """Read MLflow traces: one `Recorded` per trace, in file order.
+
+    Args:
+        handle: The file, opened in binary mode.
+        options: ``index_base`` wins over a prompt's numbering.
+
+    Yields:
+        One row per trace, malformed with a structural reason when it cannot be read.
+    """
+    first = True
+    for where, raw, problem in json_records(handle):
+        if raw is None:
+            yield Recorded(where, None, malformed=problem)
+            continue
+        try:
+            yield _trace(where, loads(raw, first=first), options)
+        except MalformedError as exc:
+            yield Recorded(where, None, malformed=str(exc))
+        first = False
+
+
+class _Span(NamedTuple):
+    number: int
+    span_id: str
+    parent: str | None
+    attributes: Mapping[str, object]
+    end: int
+
+    def get(self, key: str) -> object:
+        """The attribute ``key``, decoded from its JSON text; None when absent."""
+        raw = self.attributes.get(key)
+        if raw is None:
+            return None
+        if not isinstance(raw, str):
+            msg = f"span {self.number} attribute {_known(key)} is not JSON text"
+            raise MalformedError(msg)
+        return loads(raw)
+
+    @property
+    def type(self) -> object:
+        """The span's ``mlflow.spanType``."""
+        return self.get("mlflow.spanType")
+
+
+_ATTRIBUTES: Final = frozenset(
+    {"mlflow.spanType", "mlflow.spanInputs", "mlflow.spanOutputs", "template_arguments", "prompt"}
+)
+
+
+def _known(key: str) -> str:
+    return key if key in _ATTRIBUTES else "(other)"
+
+
+def _trace(where: int, value: object, options: ReadOptions) -> Recorded:
+    if not isinstance(value, dict):
+        msg = "a trace must be a JSON object"
+        raise MalformedError(msg)
+    info, data = value.get("info"), value.get("data")
+    if not isinstance(info, dict) or not isinstance(data, dict):
+        msg = "a trace needs info and data objects"
+        raise MalformedError(msg)
+    trace_id = info.get("trace_id")
+    if not isinstance(trace_id, str) or not trace_id:
+        msg = "info.trace_id must be a non-empty string"
+        raise MalformedError(msg)
+    spans = _spans(data.get("spans"))
+    roots = [span for span in spans if span.parent is None]
+    ids = {span.span_id for span in spans}
+    if len(roots) > 1:
+        msg = f"the trace has {len(roots)} root spans"
+        raise MalformedError(msg)
+    row: dict[str, object] = {"id": trace_id, "question": "", "answer": "", "sources": []}
+    lost_parent = any(span.parent is not None and span.parent not in ids for span in spans)
+    if not roots or lost_parent or info.get("state") == "IN_PROGRESS":
+        return Recorded(where, row, unassessed="trace_incomplete")
+    return _rooted(where, row, roots[0], spans, options)
+
+
+def _spans(value: object) -> list[_Span]:
+    if not isinstance(value, list):
+        msg = "data.spans must be a list"
+        raise MalformedError(msg)
+    spans: list[_Span] = []
+    for number, span in enumerate(value, start=1):
+        if not isinstance(span, dict):
+            msg = f"span {number} is not a JSON object"
+            raise MalformedError(msg)
+        span_id, parent = span.get("span_id"), span.get("parent_span_id")
+        attributes = span.get("attributes", {})
+        if not isinstance(span_id, str) or not (parent is None or isinstance(parent, str)):
+            msg = f"span {number} needs a span_id string and a parent_span_id string or null"
+            raise MalformedError(msg)
+        if not isinstance(attributes, dict):
+            msg = f"span {number} attributes must be a JSON object"
+            raise MalformedError(msg)
+        end = span.get("end_time_unix_nano")
+        spans.append(_Span(number, span_id, parent or None, attributes, _as_int(end)))
+    return spans
+
+
+def _as_int(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0
+
+
+def _rooted(
+    where: int, row: dict[str, object], root: _Span, spans: list[_Span], options: ReadOptions
+) -> Recorded:
+    row["question"] = question_from(root.get("mlflow.spanInputs"))
+    model = _last_model_span(spans)
+    answer: str | dict[str, object] | _Marker | None = None
+    if model is not None:
+        answer = _model_answer(model)
+    if answer is None:
+        answer = answer_from_output(root.get("mlflow.spanOutputs"))
+    if answer is _UNPARSED:
+        return Recorded(where, row, unassessed="structured_output_not_parsed")
+    if answer is not None:
+        row["answer"] = answer
+    documents = _retrievals(spans)
+    if isinstance(documents, _Marker):
+        return Recorded(where, row, unassessed="sources_truncated")
+    if not documents:
+        return Recorded(where, row, unassessed="no_retrieval_recorded")
+    if len(documents) > 1:
+        return Recorded(where, row, unassessed="several_retrievals")
+    sources = [source_from_document(n, d) for n, d in enumerate(documents[0], start=1)]
+    row["sources"] = sources
+    prompt = _prompt(model) if model is not None else ""
+    texts = [str(source["text"]) for source in sources]
+    if prompt_order_differs(prompt, texts):
+        return Recorded(where, row, unassessed="source_order_not_recorded")
+    if answer is None:
+        return Recorded(where, row, unassessed="no_answer")
+    if options.index_base is None and prompt_index_base(prompt, len(sources)) == 0:
+        row["index_base"] = 0
+        return Recorded(where, row, index_base_from_prompt=True)
+    return Recorded(where, row)
+
+
+def question_from(inputs: object) -> str:
+    """The question in a root's inputs: a string, or an object's question, query or input.
+
+    An object with none of those keys but exactly one value, a string, gives that
+    value (a traced function's only argument); anything else gives "".
+    """
+    if isinstance(inputs, str):
+        return inputs
+    if not isinstance(inputs, dict):
+        return ""
+    for key in _QUESTION_KEYS:
+        value = inputs.get(key)
+        if isinstance(value, str):
+            return value
+    values = list(inputs.values())
+    if len(values) == 1 and isinstance(values[0], str):
+        return values[0]
+    return ""
+
+
+class _Marker:
+    """A sentinel, distinct from every JSON value."""
+
+
+_UNPARSED: Final = _Marker()
+_CUT: Final = _Marker()
+
+
+def answer_from_output(output: object) -> str | dict[str, object] | None:
+    """The answer in a chain's output: a string, or an object's ``answer`` string or object."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict):
+        answer = output.get("answer")
+        if isinstance(answer, str):
+            return answer
+        if isinstance(answer, dict):
+            return answer
+    return None
+
+
+def _last_model_span(spans: list[_Span]) -> _Span | None:
+    models = [span for span in spans if span.type in _MODEL_TYPES]
+    if not models:
+        return None
+    return max(models, key=lambda span: (span.end, span.number))
+
+
+def _model_answer(span: _Span) -> str | dict[str, object] | _Marker | None:
+    output = span.get("mlflow.spanOutputs")
+    if isinstance(output, str):
+        return output
+    if not isinstance(output, dict):
+        return None
+    choices = output.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        if isinstance(message, dict):
+            return _message_answer(message)
+    text = output.get("text")
+    return text if isinstance(text, str) else None
+
+
+def _message_answer(message: dict[str, object]) -> str | dict[str, object] | _Marker | None:
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        return content
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or not calls or not isinstance(calls[0], dict):
+        return None
+    function = calls[0].get("function")
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    try:
+        parsed = loads(arguments) if isinstance(arguments, str) else arguments
+    except MalformedError:
+        return _UNPARSED
+    if not isinstance(parsed, dict) or "answer" not in parsed:
+        return _UNPARSED
+    return parsed
+
+
+def _retrievals(spans: list[_Span]) -> list[list[object]] | _Marker:
+    """The document lists of the outermost retriever spans that returned any."""
+    by_id = {span.span_id: span for span in spans}
+    found: list[list[object]] = []
+    for span in spans:
+        if span.type != "RETRIEVER" or _inside_retriever(span, by_id):
+            continue
+        try:
+            output = span.get("mlflow.spanOutputs")
+        except MalformedError:
+            return _CUT
+        if output is None or output == []:
+            continue
+        if not isinstance(output, list):
+            msg = f"span {span.number} retriever output is not a list"
+            raise MalformedError(msg)
+        found.append(output)
+    return found
+
+
+def _inside_retriever(span: _Span, by_id: Mapping[str, _Span]) -> bool:
+    parent = by_id.get(span.parent) if span.parent else None
+    steps = 0
+    while parent is not None and steps < len(by_id):
+        if parent.type == "RETRIEVER":
+            return True
+        parent = by_id.get(parent.parent) if parent.parent else None
+        steps += 1
+    return False
+
+
+def _prompt(span: _Span) -> str:
+    """The prompt text a model span records: its messages, ``prompt`` or ``context_str``."""
+    parts: list[str] = []
+    inputs = span.get("mlflow.spanInputs")
+    if isinstance(inputs, str):
+        parts.append(inputs)
+    elif isinstance(inputs, dict):
+        parts.extend(message_texts(inputs.get("messages")))
+    prompt = span.get("prompt")
+    if isinstance(prompt, str):
+        parts.append(prompt)
+    arguments = span.get("template_arguments")
+    if isinstance(arguments, dict) and isinstance(arguments.get("context_str"), str):
+        parts.append(str(arguments["context_str"]))
+    return "\n".join(parts)
+
+
+def message_texts(messages: object) -> list[str]:
+    """The text of each chat message: a ``content`` string, or its text parts."""
+    if not isinstance(messages, list):
+        return []
+    texts: list[str] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(
+                part["text"]
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+    return texts
