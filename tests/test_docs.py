@@ -199,7 +199,7 @@ def run_example(example: Example) -> list[str]:
     out = io.StringIO()
     namespace = {"__name__": "__docs_example__"}
     with contextlib.redirect_stdout(out):
-        exec(compile(example.code, example.where, "exec"), namespace)  # noqa: S102
+        exec(compile(example.code, example.where, "exec", dont_inherit=True), namespace)  # noqa: S102
     return [line.rstrip() for line in out.getvalue().splitlines()]
 
 

@@ -194,8 +194,8 @@ class QuoteNotInSourceError(SynthesisError):
     """Raised when a structured answer's quote does not occur in the source it cites.
 
     A quote citation (``{"source_id": n, "quote": "..."}``) is the model's claim that
-    the words are in source ``n``; they are re-read there (whitespace runs and quote
-    characters normalized, nothing else) and a quote that is not found rejects the
+    the words are in source ``n``; they are re-read there (control characters, whitespace
+    runs and quote characters normalized, nothing else) and a quote that is not found rejects the
     answer. It is never moved to the source that does hold it: ``in_other_source``
     only tells a misattribution from an invented quote.
 

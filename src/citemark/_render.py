@@ -14,7 +14,7 @@ import hashlib
 import re
 import string
 import unicodedata
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from citemark._syntax import (
     DEFAULT_INDEX_BASE,
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SYNTHESIS_PROMPT",
-    "QUOTE_CHARACTERS",
     "check_template",
     "indent_block",
     "is_blank",
@@ -68,12 +67,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SEPARATORS = re.compile(r"[\u2028\u2029]")
 # Characters that show nothing: controls and format characters (zero-width space...).
 _INVISIBLE = frozenset({"Cc", "Cf"})
-QUOTE_CHARACTERS: Final = str.maketrans(
+# Typographic quotes a model or a judge may write where the text has straight ones.
+_QUOTES = str.maketrans(
     dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u2039\u203a\uff07", "'")
     | dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb\uff02", '"')
 )
-"""Typographic quotes a model or a judge may write where the text has straight ones,
-each mapped to ``'`` or ``"`` (a `str.translate` table)."""
 # What a content line starts with: enough that no content line can begin with "[".
 _INDENT = "    "
 
@@ -230,7 +228,7 @@ def normalize_quoted(text: str) -> str:
 
     Sanitized, typographic quotes straightened, whitespace runs collapsed to one space.
     """
-    return " ".join(sanitize_text(text).translate(QUOTE_CHARACTERS).split())
+    return " ".join(sanitize_text(text).translate(_QUOTES).split())
 
 
 def prompt_sha256(template: str) -> str:

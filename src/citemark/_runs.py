@@ -1,17 +1,20 @@
 """Reading recorded runs for ``citemark check``: one JSONL line in, one row (or a reason) out.
 
-A row is a JSON object with ``answer`` (a string), either ``sources`` (a list of
-`citemark.Source` objects) or ``context`` (a labelled context string), and optionally
-``question`` (a string), ``id`` (a string or an integer) and ``index_base`` (0 or 1:
-the number of the row's first source, which wins over ``check --index-base``); other
-keys are ignored,
-so a pipeline's own fields can stay in its export. A row may instead carry a
-provider's raw response (``provider``, ``provider_response``, ``documents``; see
-``citemark._provider_rows``), whose text is then its answer. A line that is not such a row is
-*malformed*, and `parse_row` says why in structural terms: ``not valid JSON``,
-``answer must be a string``, ``source 2 does not fit the Source schema: end
+A row is a JSON object with ``answer`` (a string, or a structured answer object: see
+``citemark._structured_rows``), either ``sources`` (a list of `citemark.Source`
+objects) or ``context`` (a labelled context string), and optionally ``question`` (a
+string), ``id`` (a string or an integer), ``index_base`` (0 or 1: the number of the
+row's first source, which wins over ``check --index-base``) and ``unassessed`` (a
+reason code: the recorder that wrote the row knew it cannot be checked); other keys
+are ignored, so a pipeline's own fields can stay in its export. A row may instead
+carry a provider's raw response (``provider``, ``provider_response``, ``documents``;
+see ``citemark._provider_rows``), whose text is then its answer. A line that is not
+such a row is *malformed*, and `parse_row` says why in structural terms: ``not valid
+JSON``, ``answer is missing``, ``source 2 does not fit the Source schema: end
 (int_type)``. The reason never quotes the line, one of its values, or a key that is
-not a `Source` field: recorded outputs are untrusted text.
+not a `Source` field: recorded outputs are untrusted text. A line that looks like
+another tool's record says which ``--from`` reads it. Rows a ``--from`` reader made
+from another tool's file are read by `parse_recorded`, the same way.
 
 JSON is parsed strictly, by `citemark._strictjson.loads_strict` as everywhere in
 citemark: a key given twice, ``NaN`` and ``Infinity`` make a line malformed instead of
@@ -28,6 +31,7 @@ from citemark._errors import NoSourcesError, StructuredAnswerError
 from citemark._formats import sniff
 from citemark._models import Source
 from citemark._provider_rows import ProviderRow, ProviderRowError, read_provider_row
+from citemark._reasons import REASONS
 from citemark._reports import MalformedLine
 from citemark._strictjson import StrictJSONError, loads_strict
 from citemark._structured import StructuredCitedAnswer, check_structured
@@ -87,9 +91,11 @@ class CheckRow(NamedTuple):
     when it is missing); what it means is the check's to decide."""
 
     unassessed: str | None = None
-    """A reason code of `citemark._reasons.RECORDED_REASONS` when the row was read from
-    another tool's file whose record cannot say how the model numbered its sources:
-    the row is reported un-assessed with it and never resolved. None otherwise."""
+    """A reason code of `citemark.evaluation.REASONS` when the row cannot be checked
+    honestly and says so: a ``--from`` reader's (the record cannot say how the model
+    numbered its sources) or a recorder's (``numbering_unknown``, ``chain_error``,
+    given as the row's ``unassessed`` field). The row is reported un-assessed with it
+    and never resolved. None otherwise."""
 
     index_base_from_prompt: bool = False
     """Whether the row's ``index_base`` was read off the numbering its recorded prompt
@@ -191,6 +197,12 @@ class _MalformedError(ValueError):
 
 
 def _row(line: int, value: object, options: RowOptions) -> CheckRow:
+    if isinstance(value, dict) and "unassessed" in value:
+        code = value["unassessed"]
+        if not isinstance(code, str) or code not in REASONS:
+            msg = "unassessed must be a reason code"
+            raise _MalformedError(msg)
+        return _unassessed_row(line, value, code)
     if isinstance(value, dict) and "provider_response" in value:
         try:
             value, provider = read_provider_row(value)

@@ -9,9 +9,11 @@ into the numbered source list the pipeline rendered, so they are checked exactly
 - an integer id is range-checked against the sources (numbered from ``index_base``)
   and resolved to a `citemark.Citation` built from the source's own fields; one out
   of range rejects the answer with `citemark.MarkerOutOfRangeError`, never dropped;
-- a quote is re-read in the source it cites, after normalizing whitespace runs (to
-  one space) and typographic quote characters (to ``"`` and ``'``), nothing else:
-  case, punctuation and every other character must match. A quote found there is
+- a quote is re-read in the source it cites, both compared as the judge's evidence
+  is (`normalize_quote`): as rendered for the model (control characters other than
+  newline and tab removed, as rendering removes them), whitespace runs collapsed to
+  one space, typographic quotes made ``"`` and ``'``; nothing else, so case,
+  punctuation, dashes and every other character must match. A quote found there is
   ``verified``; one that is not is ``quote_not_in_source`` (rejected with
   `citemark.QuoteNotInSourceError`), and when another source holds it the finding
   names that source (``in_other_source``), so a misattribution reads differently
@@ -42,7 +44,7 @@ from citemark._errors import (
 from citemark._markers import parse_markers
 from citemark._models import Citation, CitedAnswer, Source, UnrecognizedToken
 from citemark._nearmiss import find_unrecognized
-from citemark._render import QUOTE_CHARACTERS
+from citemark._render import normalize_quoted
 from citemark._resolve import citation_for
 from citemark._syntax import check_index_base
 
@@ -165,13 +167,14 @@ class StructuredCitedAnswer(_Frozen):
 
 
 def normalize_quote(text: str) -> str:
-    """Normalize a quote or a source for comparison: whitespace runs and quote characters.
+    """Normalize a quote or a source for comparison, as a judge's evidence is compared.
 
-    Whitespace runs become one space (and the ends are trimmed); typographic quotes
-    become ``"`` and ``'``. Nothing else changes: case, punctuation, dashes and every
+    The text as rendered for the model (control characters other than newline and tab
+    removed), typographic quotes made ``"`` and ``'``, whitespace runs made one space
+    and the ends trimmed. Nothing else changes: case, punctuation, dashes and every
     other character must match as written.
     """
-    return " ".join(text.translate(QUOTE_CHARACTERS).split())
+    return normalize_quoted(text)
 
 
 def check_structured(  # noqa: PLR0913 - the shape's two pointers beside the contract's arguments
@@ -182,6 +185,7 @@ def check_structured(  # noqa: PLR0913 - the shape's two pointers beside the con
     text_field: str | None = None,
     citations_field: str | None = None,
     include_text: bool = True,
+    require_citations: bool = True,
 ) -> StructuredCitedAnswer:
     """Check every citation of a structured answer, recording violations without raising.
 
@@ -195,6 +199,9 @@ def check_structured(  # noqa: PLR0913 - the shape's two pointers beside the con
         citations_field: JSON pointer of the citations list; default ``/citations``.
         include_text: Whether the text field's own markers are checked here (a
             caller that resolves the text itself passes False).
+        require_citations: Whether an object without a citations field is refused;
+            with False, one without ``/citations`` (when ``citations_field`` is not
+            given) cites only through the markers in its string fields.
 
     Returns:
         The answer with its resolved citations and every finding.
@@ -210,7 +217,14 @@ def check_structured(  # noqa: PLR0913 - the shape's two pointers beside the con
     value = _as_json(answer)
     text_pointer, text = _text(value, text_field)
     citations_pointer = citations_field or _DEFAULT_CITATIONS
-    entries = _lookup(value, citations_pointer, "the citations field")
+    if (
+        not require_citations
+        and citations_field is None
+        and is_missing(json_pointer(value, citations_pointer))
+    ):
+        entries: JsonValue = []
+    else:
+        entries = _lookup(value, citations_pointer, "the citations field")
     if not isinstance(entries, list):
         msg = f"the citations field {citations_pointer} must be a list"
         raise StructuredAnswerError(msg)
@@ -257,6 +271,7 @@ def resolve_structured(  # noqa: PLR0913 - as check_structured
     text_field: str | None = None,
     citations_field: str | None = None,
     strict: bool = False,
+    require_citations: bool = True,
 ) -> StructuredCitedAnswer:
     """Resolve a structured answer's citations, rejecting it on the first violation.
 
@@ -269,6 +284,7 @@ def resolve_structured(  # noqa: PLR0913 - as check_structured
         text_field: JSON pointer of the answer text (default ``/answer``).
         citations_field: JSON pointer of the citations list (default ``/citations``).
         strict: Also reject citation-like text that is not a marker in a string field.
+        require_citations: As for `check_structured`.
 
     Returns:
         The answer, every citation resolved and every quote verified.
@@ -306,6 +322,7 @@ def resolve_structured(  # noqa: PLR0913 - as check_structured
         index_base=index_base,
         text_field=text_field,
         citations_field=citations_field,
+        require_citations=require_citations,
     )
     findings = checked.findings
     for position, citation in enumerate(findings.citations, start=1):

@@ -27,6 +27,7 @@ from citemark._artifacts import (
 )
 from citemark._check.outputs import ArtifactProblem, OutputSetCheck, check_output_set
 from citemark._public import publish
+from citemark._recording import RecordingWarning, RowRecorder, TextWriter
 from citemark._reports import (
     CheckSummary,
     EvalReport,
@@ -43,7 +44,10 @@ __all__ = [
     "EvalReport",
     "ModelIdentity",
     "OutputSetCheck",
+    "RecordingWarning",
+    "RowRecorder",
     "SynthesisReport",
+    "TextWriter",
     "VerdictCounts",
     "check_output_set",
     "dataset_sha256",

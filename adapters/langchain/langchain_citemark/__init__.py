@@ -22,12 +22,19 @@ from langchain_citemark.runnables import (
     CitedAnswerInput,
     create_cited_answer_chain,
 )
+from langchain_citemark.structured import (
+    STRUCTURED_CITATION_PROMPT,
+    StructuredCitationChecker,
+    create_structured_citation_chain,
+    format_documents_with_ids,
+)
 
 if TYPE_CHECKING:
     from langchain_citemark.middleware import AgentCitationReport, CitationMiddleware
 
 __all__ = [
     "CITED_ANSWER_PROMPT",
+    "STRUCTURED_CITATION_PROMPT",
     "AgentCitationReport",
     "CitationCallbackHandler",
     "CitationMiddleware",
@@ -36,12 +43,15 @@ __all__ = [
     "CitedAnswerChain",
     "CitedAnswerInput",
     "LangChainChat",
+    "StructuredCitationChecker",
     "acitations_valid_evaluator",
     "citation_feedback",
     "citations_valid_evaluator",
     "create_cited_answer_chain",
+    "create_structured_citation_chain",
     "documents_to_sources",
     "format_documents",
+    "format_documents_with_ids",
     "make_citation_evaluator",
     "parse_provider_message",
 ]

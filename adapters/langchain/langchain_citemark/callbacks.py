@@ -6,6 +6,14 @@ retriever runs, or else from lists of ``Document`` passed between steps), the pr
 the model saw (to recover the numbering the chain's own code produced) and the final
 answer, and records one `CitationReport` per top-level run. It never raises into the
 chain: a problem becomes an ``unassessed`` report with a reason code.
+
+With ``record_to`` (a JSONL path, any object with ``write(str)``, or a
+`citemark.reports.RowRecorder`), the handler also appends one native ``citemark
+check`` row per top-level run: its id, question and answer, and its documents as
+sources in the order the prompt numbered them, so the file can be checked later with
+``citemark check FILE`` and no change to the chain. A run whose numbering cannot be
+recovered, that raised, or that produced no answer is written with no sources and an
+``unassessed`` reason code instead of a guessed order.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from citemark import (
     Citation,
+    CitedAnswer,
     MarkerOutOfRangeError,
     NoSourcesError,
     SynthesisError,
@@ -27,12 +36,17 @@ from citemark import (
     resolve,
 )
 from citemark.evaluation import explain
+from citemark.reports import RowRecorder
 from citemark.syntax import check_index_base
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import os
+    from collections.abc import Mapping, Sequence
     from uuid import UUID
+
+    from citemark import Source
+    from citemark.reports import TextWriter
 
 __all__ = ["CitationCallbackHandler", "CitationReport"]
 
@@ -77,6 +91,7 @@ class _Run:
         self.retrieved: list[Document] = []  # from retriever runs: preferred
         self.passed: list[Document] = []  # lists of Documents seen flowing between steps
         self.prompt: str | None = None
+        self.question = ""  # the top-level input's question, for a recorded row
 
     @property
     def documents(self) -> list[Document]:
@@ -120,7 +135,14 @@ class CitationCallbackHandler(BaseCallbackHandler):
     raise_error: bool = False
     run_inline: bool = True
 
-    def __init__(self, *, answer_key: str = "answer", index_base: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        answer_key: str = "answer",
+        index_base: int = 1,
+        record_to: str | os.PathLike[str] | TextWriter | RowRecorder | None = None,
+        question_key: str = "question",
+    ) -> None:
         """Create a handler.
 
         Args:
@@ -130,15 +152,32 @@ class CitationCallbackHandler(BaseCallbackHandler):
                 index_base=0)``). The prompt's numbering must then read ``0..N-1`` and
                 the answer is resolved from 0; a prompt numbered from the other base
                 leaves the run ``unassessed`` with ``numbering_unknown``.
+            record_to: Where to append one ``citemark check`` row per top-level run:
+                a JSONL path (created if missing, appended to), an object with
+                ``write(str)``, or a `citemark.reports.RowRecorder` to share between
+                handlers; None (the default) records nothing.
+            question_key: Where the question is in a dict input (a string input is
+                the question itself), for the recorded rows.
 
         Raises:
             ValueError: ``index_base`` is not 0 or 1 (a bool is refused too).
+            OSError: the ``record_to`` file cannot be opened for appending.
         """
         super().__init__()
         self.index_base = check_index_base(index_base)
         self.answer_key = answer_key
+        self.question_key = question_key
         self.reports: list[CitationReport] = []
         """One report per finished top-level run, in finishing order."""
+        self.recorder: RowRecorder | None = (
+            None
+            if record_to is None
+            else record_to
+            if isinstance(record_to, RowRecorder)
+            else RowRecorder(record_to)
+        )
+        """The recorder of ``citemark check`` rows, or None; its ``recorded`` and
+        ``failures`` count the rows written and the rows it could not write."""
         self._lock = threading.Lock()
         self._root_of: dict[UUID, UUID] = {}  # every live run -> its top-level run
         self._members: dict[UUID, list[UUID]] = {}  # top-level run -> its live runs
@@ -160,6 +199,7 @@ class CitationCallbackHandler(BaseCallbackHandler):
             self._link(run_id, parent_run_id)
             if parent_run_id is None:
                 self._runs[run_id] = _Run()
+                self._runs[run_id].question = self._question(inputs)
             run = self._root_run(run_id)
             if run is not None and isinstance(inputs, dict):
                 run.saw(_documents_in(inputs.values()))
@@ -258,6 +298,7 @@ class CitationCallbackHandler(BaseCallbackHandler):
                     document_count=len(run.documents),
                 )
             )
+            self._write_row(run_id, run, None, "chain_error")
 
     # --- checking ------------------------------------------------------------------
 
@@ -272,6 +313,7 @@ class CitationCallbackHandler(BaseCallbackHandler):
                 document_count=len(run.documents),
             )
         self._append(report)
+        self._write_row(run_id, run, outputs, None)
 
     def _check(self, run_id: UUID, run: _Run, outputs: Any) -> CitationReport:
         def unassessed(reason: str) -> CitationReport:
@@ -288,11 +330,10 @@ class CitationCallbackHandler(BaseCallbackHandler):
         if not run.documents:
             return unassessed("empty_context")
         texts = [d.page_content for d in run.documents]
-        numbers = recover_numbering(run.prompt, texts) if run.prompt else []
-        expected = list(range(self.index_base, len(texts) + self.index_base))
-        if sorted(n for n in numbers if n is not None) != expected:
+        numbering = self._numbering(run)
+        if numbering is None:
             return unassessed("numbering_unknown")
-        ordered = [run.documents[numbers.index(n)] for n in expected]
+        ordered = [run.documents[numbering.index(n)] for n in sorted(numbering)]
         try:
             resolved = resolve(answer, documents_to_sources(ordered), index_base=self.index_base)
         except MarkerOutOfRangeError as exc:
@@ -312,6 +353,72 @@ class CitationCallbackHandler(BaseCallbackHandler):
             citations=resolved.citations,
             document_count=len(texts),
         )
+
+    def _numbering(self, run: _Run) -> list[int] | None:
+        """The number the prompt showed each document under, in retrieval order.
+
+        None unless the prompt numbers the documents ``index_base..`` once each.
+        """
+        texts = [d.page_content for d in run.documents]
+        numbers = recover_numbering(run.prompt, texts) if run.prompt else []
+        expected = list(range(self.index_base, len(texts) + self.index_base))
+        if sorted(n for n in numbers if n is not None) != expected:
+            return None
+        return [n for n in numbers if n is not None]
+
+    # --- recording -----------------------------------------------------------------
+
+    def _write_row(self, run_id: UUID, run: _Run, outputs: Any, failed: str | None) -> None:
+        """Append the run's ``citemark check`` row, when recording; never raise."""
+        if self.recorder is None:
+            return
+        try:
+            fields = self._row_fields(run, outputs, failed)
+        except Exception:  # noqa: BLE001 - a handler must never raise into the chain
+            fields = {"answer": "", "sources": [], "unassessed": "evaluation_error"}
+        self.recorder.record(id=str(run_id), question=run.question, **fields)
+
+    def _row_fields(self, run: _Run, outputs: Any, failed: str | None) -> dict[str, Any]:
+        """The answer, sources and numbering of a row (or why it has no sources)."""
+        answer = None if failed is not None else self._recorded_answer(outputs)
+        reason = failed
+        if reason is None and answer is None:
+            reason = "no_answer"
+        sources: list[Source] = []
+        extra: dict[str, Any] = {}
+        if reason is None and run.documents:
+            numbering = self._numbering(run)
+            if numbering is None:
+                reason = "numbering_unknown"
+            else:
+                ordered = [run.documents[numbering.index(n)] for n in sorted(numbering)]
+                sources = documents_to_sources(ordered)
+                extra["prompt_numbering"] = numbering
+        return {
+            "answer": "" if answer is None else answer,
+            "sources": sources,
+            "index_base": self.index_base,
+            "unassessed": reason,
+            "extra": extra,
+        }
+
+    def _recorded_answer(self, outputs: Any) -> str | Mapping[str, Any] | None:
+        """The answer's text, or a structured answer as a JSON object, or None.
+
+        A pydantic object or a dict (``with_structured_output``) is the structured
+        answer; a message and citemark's own `CitedAnswer` are read as their text.
+        """
+        value = outputs.get(self.answer_key) if isinstance(outputs, dict) else outputs
+        if isinstance(value, BaseModel) and not isinstance(value, BaseMessage | CitedAnswer):
+            dumped: dict[str, Any] = value.model_dump(mode="json")
+            return dumped
+        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+            return value
+        return self._answer_text(outputs)
+
+    def _question(self, inputs: Any) -> str:
+        value = inputs.get(self.question_key) if isinstance(inputs, dict) else inputs
+        return value if isinstance(value, str) else ""
 
     def _answer_text(self, outputs: Any) -> str | None:
         if isinstance(outputs, dict):

@@ -9,9 +9,16 @@ tool built with ``create_retriever_tool(..., response_format="content_and_artifa
 numbered across the conversation in the order the tools returned them, or from a
 state key the caller names, rendered into the system message.
 
-A violation either raises `citemark.MarkerOutOfRangeError` out of the agent
-(``on_violation="error"``) or is recorded (``"annotate"``): the report goes to the
-reply's ``response_metadata["citemark"]`` and to the state's ``citemark_reports``.
+An agent built with ``response_format=`` gets its structured response checked too:
+its source ids are range-checked against the same numbered list and its quotes
+re-read in the source they cite (`citemark.resolve_structured`), where LangChain
+checks only the JSON types.
+
+A violation either raises a citemark error out of the agent
+(``on_violation="error"``: `citemark.MarkerOutOfRangeError`, or
+`citemark.QuoteNotInSourceError` for a structured quote) or is recorded
+(``"annotate"``): the report goes to the reply's ``response_metadata["citemark"]``
+and to the state's ``citemark_reports``.
 The middleware never calls the model again, never edits the reply's text and
 declares no jump: it cannot send the agent back to the model.
 
@@ -26,11 +33,13 @@ This module needs the ``langchain`` package (``pip install langchain-citemark[ag
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelResponse
 from langchain.agents.middleware.types import OmitFromInput
+from langchain.agents.structured_output import ToolStrategy
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -45,17 +54,21 @@ from citemark import (
     MarkerOutOfRangeError,
     Source,
     StreamingResolver,
+    StructuredAnswerError,
+    StructuredCitedAnswer,
+    check_structured,
     indent_block,
     otel,
     parse_markers,
     render_sources,
     resolve,
+    resolve_structured,
 )
 from citemark.syntax import check_index_base, source_header
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from langchain.agents.middleware import ModelRequest
     from langchain_core.messages import AnyMessage
@@ -70,7 +83,7 @@ REPORTS_KEY = "citemark_reports"
 METADATA_KEY = "citemark"
 """The ``response_metadata`` key of a checked reply that holds its report."""
 
-Outcome = Literal["resolved", "out_of_range", "abstained"]
+Outcome = Literal["resolved", "out_of_range", "quote_not_in_source", "abstained"]
 
 
 class AgentCitationReport(BaseModel):
@@ -84,7 +97,9 @@ class AgentCitationReport(BaseModel):
 
     outcome: Outcome
     """``resolved`` (every marker names a shown source), ``out_of_range`` (a marker
-    names none) or ``abstained`` (the reply cites nothing)."""
+    names none), ``quote_not_in_source`` (a structured response's quote is not in the
+    source it cites, and no id is out of range) or ``abstained`` (the reply cites
+    nothing)."""
 
     source_count: int
     """How many numbered sources the model was shown for this reply."""
@@ -93,8 +108,16 @@ class AgentCitationReport(BaseModel):
     """The markers outside ``1..source_count`` (``0..source_count-1`` with
     ``index_base=0``), distinct, in order of first mention."""
 
+    wrong_quotes: tuple[int, ...] = ()
+    """For a structured response: the 1-based positions, in its citations list, of
+    the quotes that are not in the source they cite (or are blank)."""
+
     citations: tuple[Citation, ...] = ()
     """The resolved citations, when the outcome is ``resolved``."""
+
+    structured: bool = False
+    """Whether this reports the agent's structured response (``response_format=``)
+    rather than a reply's text."""
 
     final: bool
     """Whether the reply ended the agent loop (it called no tool)."""
@@ -117,8 +140,9 @@ class CitationMiddleware(AgentMiddleware):
             ``Document`` or `citemark.Source`), shown to the model as a numbered list
             appended to the system message. Tool results are then not sources.
 
-        on_violation: ``"error"`` raises `citemark.MarkerOutOfRangeError` out of the
-            agent; ``"annotate"`` records an `AgentCitationReport` on the reply's
+        on_violation: ``"error"`` raises `citemark.MarkerOutOfRangeError` (or, for
+            a structured response's quote, `citemark.QuoteNotInSourceError`) out of
+            the agent; ``"annotate"`` records an `AgentCitationReport` on the reply's
             ``response_metadata["citemark"]`` and appends it to the state's
             ``citemark_reports``, and the agent goes on.
 
@@ -131,6 +155,24 @@ class CitationMiddleware(AgentMiddleware):
 
         index_base: The number of the first source, 1 (the default) or 0: the model
             is shown ``[0]`` first and its replies are resolved from 0 alike.
+
+        structured: What to do with a structured response (an agent built with
+            ``response_format=``). ``"check"`` (the default) checks its citations
+            against the numbered sources, in that numbering: ids range-checked,
+            quotes re-read in the source they cite, ``[n]`` in its string fields
+            resolved. A reply whose text is the structured object (a provider's
+            native structured output) is checked as that object, never as text.
+            ``"skip"`` leaves structured responses unchecked. A response format
+            without a ``citations`` field cites only through the ``[n]`` markers in
+            its string fields; one whose citations cannot be read (none at a
+            ``citations_field`` given, or not ids or ``source_id`` objects) raises
+            `citemark.StructuredAnswerError`, and one made with no sources at all
+            raises `citemark.NoSourcesError`.
+
+        text_field: JSON pointer of the structured answer's text (default
+            ``/answer``, when it holds a string).
+
+        citations_field: JSON pointer of its citations list (default ``/citations``).
 
     Raises:
         ValueError: an argument is not one of its allowed values (``index_base``
@@ -165,9 +207,15 @@ class CitationMiddleware(AgentMiddleware):
         check: Literal["each_turn", "final_answer"] = "each_turn",
         reader: DocumentReader | None = None,
         index_base: int = 1,
+        structured: Literal["check", "skip"] = "check",
+        text_field: str | None = None,
+        citations_field: str | None = None,
     ) -> None:
         super().__init__()
         self.index_base = check_index_base(index_base)
+        if structured not in ("check", "skip"):
+            msg = "structured must be 'check' or 'skip'"
+            raise ValueError(msg)
         if on_violation not in ("error", "annotate"):
             msg = "on_violation must be 'error' or 'annotate'"
             raise ValueError(msg)
@@ -182,6 +230,9 @@ class CitationMiddleware(AgentMiddleware):
         self.on_violation = on_violation
         self.check = check
         self.reader = reader
+        self.structured = structured
+        self.text_field = text_field
+        self.citations_field = citations_field
         self.tools = []
         self.state_schema = _state_schema(sources_key)
 
@@ -194,7 +245,7 @@ class CitationMiddleware(AgentMiddleware):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Show the model numbered sources, call it once, and check its reply."""
         sources, shown = self._prepare(request)
-        with _guarded(self._guard(sources), self.index_base):
+        with _guarded(self._stream_guard(sources, shown), self.index_base):
             response = handler(shown)
         return self._checked(response, sources)
 
@@ -205,7 +256,7 @@ class CitationMiddleware(AgentMiddleware):
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Show the model numbered sources, call it once, and check its reply."""
         sources, shown = self._prepare(request)
-        with _guarded(self._guard(sources), self.index_base):
+        with _guarded(self._stream_guard(sources, shown), self.index_base):
             response = await handler(shown)
         return self._checked(response, sources)
 
@@ -272,6 +323,20 @@ class CitationMiddleware(AgentMiddleware):
         msg = f"state key {key!r} must hold a list of Documents or Sources"
         raise TypeError(msg)
 
+    def _stream_guard(
+        self, sources: list[Source], request: ModelRequest[Any]
+    ) -> list[Source] | None:
+        """The sources a stream guard resolves this call against, or None.
+
+        Under a structured response format other than a tool strategy the reply's
+        text may be the structured object itself, whose ``[0, 2]`` is no marker: it
+        is checked whole, as an object, when the call returns.
+        """
+        format_ = getattr(request, "response_format", None)
+        if format_ is not None and not isinstance(format_, ToolStrategy):
+            return None
+        return self._guard(sources)
+
     def _guard(self, sources: list[Source]) -> list[Source] | None:
         """The sources a stream guard resolves against, or None when no guard is due."""
         if self.on_violation != "error" or self.check != "each_turn" or not sources:
@@ -284,8 +349,13 @@ class CitationMiddleware(AgentMiddleware):
         """Check each AI reply of the response; raise, or return it annotated."""
         reports: list[dict[str, Any]] = []
         result: list[Any] = []
+        structured = response.structured_response
         for message in response.result:
             if not isinstance(message, AIMessage) or not self._due(message):
+                result.append(message)
+                continue
+            if structured is not None and not message.tool_calls:
+                # A provider's native structured output: the text is the object.
                 result.append(message)
                 continue
             if self.on_violation == "error" and not otel.is_enabled():
@@ -309,12 +379,57 @@ class CitationMiddleware(AgentMiddleware):
                 metadata = {**message.response_metadata, METADATA_KEY: dumped}
                 message = message.model_copy(update={"response_metadata": metadata})  # noqa: PLW2901
             result.append(message)
+        if structured is not None and self.structured == "check":
+            recorded = self._check_structured(structured, sources, result)
+            if recorded is not None:
+                reports.append(recorded)
         if not reports:
             return response
-        checked = ModelResponse(result=result, structured_response=response.structured_response)
+        checked = ModelResponse(result=result, structured_response=structured)
         return ExtendedModelResponse(
             model_response=checked, command=Command(update={REPORTS_KEY: reports})
         )
+
+    def _check_structured(
+        self, structured: object, sources: list[Source], result: list[Any]
+    ) -> dict[str, Any] | None:
+        """Check the structured response; raise, or annotate the reply that made it.
+
+        ``result`` is the response's messages; in ``"annotate"`` mode the last AI
+        reply among them (the one that produced the object) gets the report in its
+        metadata, in place. Returns the report to record, if any.
+        """
+        value = _structured_value(structured)
+        options: dict[str, Any] = {
+            "index_base": self.index_base,
+            "text_field": self.text_field,
+            "citations_field": self.citations_field,
+            # A response format without citations cites only by its fields' markers.
+            "require_citations": self.citations_field is not None,
+        }
+        if self.on_violation == "error" and not otel.is_enabled():
+            resolve_structured(value, sources, **options)
+            return None
+        at = next(
+            (i for i in reversed(range(len(result))) if isinstance(result[i], AIMessage)), None
+        )
+        message_id = None if at is None else result[at].id
+        report = _structured_report(check_structured(value, sources, **options), len(sources))
+        report = report.model_copy(update={"message_id": message_id})
+        otel.emit_check(
+            passed=report.outcome in ("resolved", "abstained"),
+            explanation=_facts(report, self.index_base),
+            response_id=message_id,
+        )
+        if self.on_violation == "error":
+            resolve_structured(value, sources, **options)  # raises the first violation
+            return None
+        dumped = report.model_dump(mode="json")
+        if at is not None:
+            message = result[at]
+            metadata = {**message.response_metadata, METADATA_KEY: dumped}
+            result[at] = message.model_copy(update={"response_metadata": metadata})
+        return dumped
 
     def _due(self, message: AIMessage) -> bool:
         if not message.text.strip():
@@ -418,7 +533,47 @@ def _report(message: AIMessage, sources: list[Source], base: int) -> AgentCitati
     )
 
 
+def _structured_value(structured: object) -> BaseModel | Mapping[str, Any]:
+    """The structured response as a pydantic object or a mapping (a dataclass as a dict)."""
+    if isinstance(structured, BaseModel | dict):
+        return structured
+    if dataclasses.is_dataclass(structured) and not isinstance(structured, type):
+        return dataclasses.asdict(structured)
+    msg = "the structured response must be a pydantic object, a dataclass or a dict"
+    raise StructuredAnswerError(msg)
+
+
+def _structured_report(checked: StructuredCitedAnswer, count: int) -> AgentCitationReport:
+    findings = checked.findings
+    bad = tuple(dict.fromkeys(findings.out_of_range))
+    wrong = tuple(
+        position
+        for position, citation in enumerate(findings.citations, start=1)
+        if citation in findings.wrong_quotes
+    )
+    if bad:
+        outcome: Outcome = "out_of_range"
+    elif wrong:
+        outcome = "quote_not_in_source"
+    else:
+        outcome = "resolved" if checked.citations else "abstained"
+    return AgentCitationReport(
+        outcome=outcome,
+        source_count=count,
+        out_of_range=bad,
+        wrong_quotes=wrong,
+        citations=checked.citations if outcome == "resolved" else (),
+        final=True,
+        structured=True,
+    )
+
+
 def _facts(report: AgentCitationReport, base: int) -> str:
+    if report.outcome == "quote_not_in_source":
+        return (
+            f"{len(report.wrong_quotes)} quote(s) not in the cited source; "
+            f"first citation {report.wrong_quotes[0]}"
+        )
     if report.outcome == "out_of_range":
         last = report.source_count - 1 + base
         return (

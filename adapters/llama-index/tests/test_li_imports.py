@@ -17,13 +17,17 @@ EXPECTED = {
         "number_nodes",
     ],
     "llama_index.query_engine.citemark": [
+        "CitationRecordingHandler",
         "CitedAsyncStreamingResponse",
         "CitedQueryEngine",
         "CitedResponse",
         "CitedStreamingResponse",
+        "StructuredCitedResponse",
         "citable_documents",
         "parse_citation_blocks",
         "resolve_response",
+        "resolve_structured_nodes",
+        "resolve_structured_response",
         "validate_stream",
     ],
     "llama_index.evaluation.citemark": [

@@ -4,6 +4,7 @@ import langchain_citemark
 
 EXPECTED = [
     "CITED_ANSWER_PROMPT",
+    "STRUCTURED_CITATION_PROMPT",
     "AgentCitationReport",
     "CitationCallbackHandler",
     "CitationMiddleware",
@@ -12,12 +13,15 @@ EXPECTED = [
     "CitedAnswerChain",
     "CitedAnswerInput",
     "LangChainChat",
+    "StructuredCitationChecker",
     "acitations_valid_evaluator",
     "citation_feedback",
     "citations_valid_evaluator",
     "create_cited_answer_chain",
+    "create_structured_citation_chain",
     "documents_to_sources",
     "format_documents",
+    "format_documents_with_ids",
     "make_citation_evaluator",
     "parse_provider_message",
 ]

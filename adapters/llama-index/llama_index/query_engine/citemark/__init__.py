@@ -5,6 +5,7 @@ from llama_index.query_engine.citemark.provider_citations import (
     citable_documents,
     parse_citation_blocks,
 )
+from llama_index.query_engine.citemark.recording import CitationRecordingHandler
 from llama_index.query_engine.citemark.response import (
     CitedAsyncStreamingResponse,
     CitedResponse,
@@ -12,14 +13,23 @@ from llama_index.query_engine.citemark.response import (
     resolve_response,
     validate_stream,
 )
+from llama_index.query_engine.citemark.structured import (
+    StructuredCitedResponse,
+    resolve_structured_nodes,
+    resolve_structured_response,
+)
 
 __all__ = [
+    "CitationRecordingHandler",
     "CitedAsyncStreamingResponse",
     "CitedQueryEngine",
     "CitedResponse",
     "CitedStreamingResponse",
+    "StructuredCitedResponse",
     "citable_documents",
     "parse_citation_blocks",
     "resolve_response",
+    "resolve_structured_nodes",
+    "resolve_structured_response",
     "validate_stream",
 ]

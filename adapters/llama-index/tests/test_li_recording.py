@@ -1,0 +1,273 @@
+"""CitationRecordingHandler: citemark check rows from live LlamaIndex queries."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from li_fakes import (
+    APACHE,
+    BSD,
+    QUESTION,
+    index_of,
+    index_of_nodes,
+    license_documents,
+    text_node,
+)
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.query import QueryEndEvent
+from llama_index.core.query_engine import CitationQueryEngine
+
+from citemark import MarkerOutOfRangeError
+from citemark.reports import RowRecorder
+from llama_index.postprocessor.citemark import CITATION_QA_TEMPLATE, CitationPostprocessor
+from llama_index.postprocessor.citemark.testing import ScriptedLLM
+from llama_index.query_engine.citemark import CitationRecordingHandler, CitedQueryEngine
+
+
+@pytest.fixture
+def attach():
+    """Attach handlers to the root dispatcher for one test, and detach them after it."""
+    attached: list[BaseEventHandler] = []
+
+    def add(handler: BaseEventHandler) -> BaseEventHandler:
+        get_dispatcher().add_event_handler(handler)
+        attached.append(handler)
+        return handler
+
+    yield add
+    dispatcher = get_dispatcher()
+    for handler in attached:
+        dispatcher.event_handlers.remove(handler)
+
+
+class QueryEnds(BaseEventHandler):
+    """Counts every QueryEndEvent: the naive recorder's one row per query event."""
+
+    ends: int = 0
+
+    def handle(self, event: Any, **kwargs: Any) -> None:
+        if isinstance(event, QueryEndEvent):
+            self.ends += 1
+
+
+def rows(text: str) -> list[dict]:
+    """The recorded rows; every line must be one whole JSON object ending in a line break."""
+    assert text.endswith("\n")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def citation_engine(*replies, top_k=2):
+    """LlamaIndex's own CitationQueryEngine over two fixed nodes and a scripted LLM."""
+    llm = ScriptedLLM(replies=list(replies))
+    return CitationQueryEngine.from_args(
+        index_of_nodes([APACHE, BSD]), llm=llm, similarity_top_k=top_k
+    )
+
+
+class TestRecordThenCheck:
+    def test_recorded_rows_are_checked_later(self, tmp_path, attach):
+        """citemark check reads the recorded file as is: [1] resolves, a fabricated [5] fails."""
+        path = tmp_path / "runs.jsonl"
+        handler = attach(CitationRecordingHandler(path))
+        engine = citation_engine("Filed [1].", "Filed [5].")
+        engine.query(QUESTION)
+        engine.query("What must be kept?")
+        out = tmp_path / "out"
+        completed = subprocess.run(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "citemark", "check", str(path), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert 0 == completed.returncode, completed.stderr
+        first, second = (json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines())
+        assert ("unassessed", "no_judge") == (first["outcome"], first["reason"])
+        assert 1 == len(first["details"]["resolved_citations"])
+        assert "failed" == second["outcome"]
+        assert ["fabricated_citation"] == second["details"]["deterministic_failures"]
+        assert (2, 0) == (handler.recorder.recorded, handler.recorder.failures)
+
+    def test_source_labels_are_removed_and_checked(self, attach):
+        """A CitationQueryEngine row holds each node's own text, numbered by position from 1.
+
+        The naive row (the source node's text as the response holds it) would carry
+        the engine's ``Source n:`` label, which is no part of the document.
+        """
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        response = citation_engine("Filed [1].").query(QUESTION)
+        (row,) = rows(out.getvalue())
+        assert [APACHE.text, BSD.text] == [s["text"] for s in row["sources"]]
+        assert ["Apache", "BSD"] == [s["doc_id"] for s in row["sources"]]
+        assert (1, "source_label") == (row["index_base"], row["numbered_by"])
+        naive = [item.node.get_content() for item in response.source_nodes]
+        assert naive[0].startswith("Source 1:\n")
+        assert naive != [s["text"] for s in row["sources"]]
+        assert (QUESTION, "Filed [1].") == (row["question"], row["answer"])
+        assert row["id"].startswith("CitationQueryEngine.query-")
+
+    def test_real_documents_keep_their_ids(self, attach):
+        """Chunks of real documents split by a node parser keep their document's id."""
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        index = index_of(license_documents())
+        CitationQueryEngine.from_args(
+            index, llm=ScriptedLLM(replies=["Filed [1]."]), similarity_top_k=3
+        ).query(QUESTION)
+        (row,) = rows(out.getvalue())
+        names = {doc.doc_id for doc in license_documents()}
+        assert row["sources"]
+        assert all(s["doc_id"] in names for s in row["sources"])
+
+    def test_postprocessor_numbering_is_read_from_cite_as(self, attach):
+        """Nodes numbered by CitationPostprocessor are recorded in their [n] order."""
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        index_of_nodes([APACHE, BSD]).as_query_engine(
+            llm=ScriptedLLM(replies=["Filed [1], kept [2]."]),
+            similarity_top_k=2,
+            node_postprocessors=[CitationPostprocessor()],
+            text_qa_template=CITATION_QA_TEMPLATE,
+        ).query(QUESTION)
+        (row,) = rows(out.getvalue())
+        assert ["a-apache", "b-bsd"] == [s["chunk_id"] for s in row["sources"]]
+        assert [4891, 120] == [s["start"] for s in row["sources"]]
+        assert "cite_as" == row["numbered_by"]
+
+    def test_numbers_the_prompt_shows_set_the_order(self, attach):
+        """Nodes numbered in the prompt ("2." before the second shown) are recorded by number.
+
+        Retrieval returns the Apache node first, but the prompt shows it as 2, so the
+        naive positional row would resolve [1] to the wrong node.
+        """
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        second = text_node("a-two", "2. Patent licenses terminate when litigation is filed.", "A")
+        first = text_node("b-one", "1. Redistributions must retain the notice.", "B")
+        response = (
+            index_of_nodes([second, first])
+            .as_query_engine(llm=ScriptedLLM(replies=["Kept [1]."]), similarity_top_k=2)
+            .query(QUESTION)
+        )
+        (row,) = rows(out.getvalue())
+        assert ["a-two", "b-one"] == [item.node.node_id for item in response.source_nodes]
+        assert ["b-one", "a-two"] == [s["chunk_id"] for s in row["sources"]]
+        assert "prompt" == row["numbered_by"]
+
+    def test_a_plain_engine_records_no_guessed_order(self, attach):
+        """LlamaIndex's default prompt does not number the nodes: no sources, numbering_unknown."""
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        index_of_nodes([APACHE, BSD]).as_query_engine(
+            llm=ScriptedLLM(replies=["Filed [1]."]), similarity_top_k=2
+        ).query(QUESTION)
+        (row,) = rows(out.getvalue())
+        assert ([], "numbering_unknown") == (row["sources"], row["unassessed"])
+
+
+class TestTopLevelOnly:
+    def test_a_wrapped_engine_gives_one_row(self, attach):
+        """CitedQueryEngine runs a nested query; only the top-level one is a row.
+
+        Two QueryEndEvents fire, so a recorder writing one row per event writes two.
+        """
+        out = io.StringIO()
+        ends = attach(QueryEnds())
+        attach(CitationRecordingHandler(out))
+        CitedQueryEngine(citation_engine("Filed [1].")).query(QUESTION)
+        (row,) = rows(out.getvalue())
+        assert 2 == ends.ends
+        assert row["id"].startswith("CitedQueryEngine.query-")
+        assert [APACHE.text, BSD.text] == [s["text"] for s in row["sources"]]
+
+    def test_a_failed_query_is_one_row_and_the_next_is_top_level(self, attach):
+        """A query that raises is a chain_error row; the query after it is recorded normally."""
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        engine = CitedQueryEngine(citation_engine("Filed [9].", "Filed [1]."))
+        with pytest.raises(MarkerOutOfRangeError):
+            engine.query(QUESTION)
+        engine.query(QUESTION)
+        failed, answered = rows(out.getvalue())
+        assert ("", [], "chain_error") == (
+            failed["answer"],
+            failed["sources"],
+            failed["unassessed"],
+        )
+        assert ("Filed [1].", 2) == (answered["answer"], len(answered["sources"]))
+
+    def test_a_streaming_response_is_no_answer(self, attach):
+        """A streaming response has no text when the query ends: no_answer, never a guess."""
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        engine = CitationQueryEngine.from_args(
+            index_of_nodes([APACHE, BSD]), llm=ScriptedLLM(replies=["Filed [1]."]), streaming=True
+        )
+        engine.query(QUESTION).get_response()
+        (row,) = rows(out.getvalue())
+        assert ("", "no_answer") == (row["answer"], row["unassessed"])
+
+
+def answer_from_prompt(prompt: str) -> str:
+    """The scripted answer names the question it was asked, to show rows never mix."""
+    number = re.findall(r"Question ([0-9]+)\?", prompt)[-1]
+    return f"Answer {number} [1]."
+
+
+class TestConcurrentQueries:
+    QUESTIONS = tuple(f"Question {k}?" for k in range(16))
+
+    def engine(self):
+        replies = [answer_from_prompt] * len(self.QUESTIONS)
+        return citation_engine(*replies)
+
+    def assert_one_row_per_query(self, text):
+        recorded = rows(text)
+        assert len(self.QUESTIONS) == len(recorded)
+        assert len(recorded) == len({row["id"] for row in recorded})
+        for row in recorded:
+            number = row["question"].removeprefix("Question ").removesuffix("?")
+            assert f"Answer {number} [1]." == row["answer"]
+            assert [APACHE.text, BSD.text] == [s["text"] for s in row["sources"]]
+        assert set(self.QUESTIONS) == {row["question"] for row in recorded}
+
+    def test_threads(self, tmp_path, attach):
+        """Eight threads querying one engine: one whole row per query, none mixed."""
+        path = tmp_path / "runs.jsonl"
+        attach(CitationRecordingHandler(path))
+        engine = self.engine()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(engine.query, self.QUESTIONS))
+        self.assert_one_row_per_query(path.read_text())
+
+    def test_asyncio_gather(self, tmp_path, attach):
+        """aquery under asyncio.gather: one whole row per query, none mixed."""
+        path = tmp_path / "runs.jsonl"
+        attach(CitationRecordingHandler(path))
+        engine = self.engine()
+
+        async def run_all():
+            return await asyncio.gather(*(engine.aquery(q) for q in self.QUESTIONS))
+
+        asyncio.run(run_all())
+        self.assert_one_row_per_query(path.read_text())
+
+    def test_two_handlers_see_their_own_queries(self, tmp_path, attach):
+        """Two handlers attached at once each record every top-level query, once."""
+        shared = RowRecorder(tmp_path / "both.jsonl")
+        first, second = io.StringIO(), io.StringIO()
+        attach(CitationRecordingHandler(first))
+        attach(CitationRecordingHandler(second))
+        attach(CitationRecordingHandler(shared))
+        citation_engine("Filed [1].").query(QUESTION)
+        assert 1 == len(rows(first.getvalue())) == len(rows(second.getvalue()))
+        assert 1 == shared.recorded
