@@ -817,6 +817,11 @@ def _check(args: argparse.Namespace) -> int:
             )
         except NoRowsError as exc:
             raise _UsageError(str(exc)) from None
+        except ImportError as exc:  # a reader's optional dependency, met while reading
+            if reader is None:
+                raise
+            msg = f"--from {config['from']} needs a package that is not installed ({exc.name})"
+            raise _UsageError(msg) from None
         except OSError as exc:
             msg = f"cannot read the input or write to --out: {exc.strerror or type(exc).__name__}"
             raise _UsageError(msg) from None
