@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from citemark._errors import ProviderResponseError
 from citemark._providers._model import SentDocument
 from citemark._providers._verify import PROVIDERS, parse_provider_response, verify_provider_answer
-from citemark._scorer.result import result, unassessed
+from citemark._scorer.result import failed_after, unassessed, with_findings
 from citemark._validation import describe_validation_error
 
 if TYPE_CHECKING:
@@ -191,36 +191,12 @@ def with_provider_findings(score: CitationScore, row: ProviderRow | None) -> Cit
             continue
         codes.append(outcome_code)
         failures.append(_failure(outcome_code, numbers, checked, len(row.documents)))
-    old = score.findings
-    findings: ScoreFindings = old.model_copy(
-        update={
-            "provider_citations": checked,
-            "deterministic_failures": old.deterministic_failures
-            + tuple(c for c in codes if c not in old.deterministic_failures),
-        }
-    )
+    findings = score.findings.model_copy(update={"provider_citations": checked})
     if failures:
-        explanation = "Failed: " + "; ".join(failures) + "."
-        if score.explanation:
-            explanation += " " + score.explanation
-        return result(
-            assessed=True,
-            passed=False,
-            score=0.0,
-            reason=None,
-            explanation=explanation,
-            findings=findings,
-        )
+        return failed_after(score, findings, codes, failures)
     if checked and score.reason == "no_resolved_citations":
         return unassessed("provider_citations_not_graded", findings, _tally(checked))
-    return result(
-        assessed=score.assessed,
-        passed=score.passed,
-        score=score.score,
-        reason=score.reason,
-        explanation=score.explanation,
-        findings=findings,
-    )
+    return with_findings(score, findings)
 
 
 def _failure(

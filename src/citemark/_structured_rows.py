@@ -27,12 +27,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from citemark._errors import printable_int
-from citemark._scorer.result import result, unassessed
+from citemark._scorer.result import failed_after, unassessed, with_findings
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from citemark._scorer.findings import ScoreFindings, ViolationCode
+    from citemark._scorer.findings import ViolationCode
     from citemark._scorer.result import CitationScore
     from citemark._structured import StructuredCitedAnswer, StructuredFindings
 
@@ -75,39 +75,15 @@ def with_structured_findings(
     if found.wrong_quotes:
         codes.append("quote_not_in_source")
         failures.append(_wrong_quotes(found))
-    old = score.findings
-    findings: ScoreFindings = old.model_copy(
-        update={
-            "structured": found,
-            "deterministic_failures": old.deterministic_failures
-            + tuple(c for c in codes if c not in old.deterministic_failures),
-        }
-    )
+    findings = score.findings.model_copy(update={"structured": found})
     if failures:
-        explanation = "Failed: " + "; ".join(failures) + "."
-        if score.assessed and score.explanation:  # an un-assessed sentence no longer holds
-            explanation += " " + score.explanation
-        return result(
-            assessed=True,
-            passed=False,
-            score=0.0,
-            reason=None,
-            explanation=explanation,
-            findings=findings,
-        )
+        return failed_after(score, findings, codes, failures)
     if checked.citations and score.reason == "no_resolved_citations":
         noun = "source" if len(checked.citations) == 1 else "sources"
         return unassessed(
             "structured_citations_not_graded", findings, f"{len(checked.citations)} {noun} cited"
         )
-    return result(
-        assessed=score.assessed,
-        passed=score.passed,
-        score=score.score,
-        reason=score.reason,
-        explanation=score.explanation,
-        findings=findings,
-    )
+    return with_findings(score, findings)
 
 
 def _out_of_range(found: StructuredFindings) -> str:

@@ -62,7 +62,7 @@ from citemark._provider_rows import count_provider_citations, with_provider_find
 from citemark._reports import CheckSummary, EvalReport, MalformedLine
 from citemark._runs import CheckRow, RowOptions, parse_recorded, parse_row
 from citemark._scorer.findings import NO_FINDINGS
-from citemark._scorer.result import result, unassessed
+from citemark._scorer.result import unassessed, with_findings
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
 from citemark._structured_rows import with_structured_findings
 
@@ -354,14 +354,7 @@ def row_score(row: CheckRow, score: CitationScore | None) -> CitationScore:
     score = with_structured_findings(with_provider_findings(score, row.provider), row.structured)
     if not row.index_base_from_prompt:
         return score
-    return result(
-        assessed=score.assessed,
-        passed=score.passed,
-        score=score.score,
-        reason=score.reason,
-        explanation=score.explanation,
-        findings=score.findings.model_copy(update={"index_base_from_prompt": True}),
-    )
+    return with_findings(score, score.findings.model_copy(update={"index_base_from_prompt": True}))
 
 
 def _count_lines(handle: BinaryIO) -> int:

@@ -23,13 +23,17 @@ from citemark._scorer.findings import NO_FINDINGS, ScoreFindings
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from citemark._scorer.findings import ViolationCode
+
 __all__ = [
     "REASONS",
     "CitationScore",
     "coverage_report",
     "failed",
+    "failed_after",
     "result",
     "unassessed",
+    "with_findings",
 ]
 
 REASONS: Final = SCORER_REASONS
@@ -270,4 +274,47 @@ def failed(
         reason=None,
         explanation=explanation,
         findings=findings,
+    )
+
+
+def with_findings(score: CitationScore, findings: ScoreFindings) -> CitationScore:
+    """The same score, recording other findings (a fact found after the scorer ran)."""
+    return result(
+        assessed=score.assessed,
+        passed=score.passed,
+        score=score.score,
+        reason=score.reason,
+        explanation=score.explanation,
+        findings=findings,
+    )
+
+
+def failed_after(
+    score: CitationScore,
+    findings: ScoreFindings,
+    codes: list[ViolationCode],
+    failures: list[str],
+) -> CitationScore:
+    """Fail a scored row on violations found beside its text (provider, structured citations).
+
+    ``codes`` join the findings' deterministic failures; the row fails with score 0 and
+    the failures first, whatever its markers or the judge said, followed by the score's
+    own explanation when it was assessed (an un-assessed sentence no longer holds).
+    """
+    merged = findings.model_copy(
+        update={
+            "deterministic_failures": findings.deterministic_failures
+            + tuple(c for c in codes if c not in findings.deterministic_failures)
+        }
+    )
+    explanation = "Failed: " + "; ".join(failures) + "."
+    if score.assessed and score.explanation:
+        explanation += " " + score.explanation
+    return result(
+        assessed=True,
+        passed=False,
+        score=0.0,
+        reason=None,
+        explanation=explanation,
+        findings=merged,
     )
