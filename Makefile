@@ -15,6 +15,18 @@ $(STAMP): pyproject.toml adapters/langchain/pyproject.toml adapters/llama-index/
 	$(BIN)/python -m pip install --quiet $(PACKAGES) -r requirements-dev.txt
 	touch $(STAMP)
 
+# The "formats" environment: Ragas, DeepEval and Phoenix conflict with the pins above,
+# so the tests run them from their own venv, only to write the files those tools write
+# (tests/producers/). A complete lock, so pip installs it without resolving (--no-deps).
+FORMATS := .venv-formats
+FORMATS_STAMP := $(FORMATS)/.installed
+
+$(FORMATS_STAMP): requirements-formats.txt
+	$(PYTHON) -m venv $(FORMATS)
+	$(FORMATS)/bin/python -m pip install --quiet --upgrade pip
+	$(FORMATS)/bin/python -m pip install --quiet --no-deps -r requirements-formats.txt
+	touch $@
+
 # The main job: check the bundled recorded runs, print the summary, and write
 # results/demo/report.json, report.html and rows.jsonl (tests/test_examples.py runs
 # this same command line).
@@ -31,7 +43,7 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
-test: lint docs
+test: lint docs $(FORMATS_STAMP)
 	$(BIN)/python -m pytest
 
 # The live check (never part of make test): a real llama_cpp.server on 127.0.0.1 with
@@ -61,4 +73,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(FORMATS) .mypy_cache .pytest_cache .ruff_cache .hypothesis

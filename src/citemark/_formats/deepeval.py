@@ -1,0 +1,305 @@
+"""DeepEval test cases: ``citemark check --from deepeval DATASET``.
+
+DeepEval keeps a RAG run as an ``LLMTestCase``, and an ``EvaluationDataset`` writes
+its test cases with ``save_as(file_type, directory, include_test_cases=True)`` as
+JSON (one array of objects), JSONL (one object per line) or CSV. All three are
+read, told apart by content: a file whose first non-blank character is ``[`` is
+JSON, ``{`` is JSONL, anything else CSV. A test case becomes a row:
+
+* ``id`` ← ``name`` when the test case has one; ``question`` ← ``input``;
+  ``answer`` ← ``actual_output``.
+* ``sources`` ← ``retrieval_context``, in list order, each source named by its
+  1-based position (``"1"``, ``"2"``, ...: DeepEval records no per-context id).
+  A ``RetrievedContextData(context, source)``, which ``save_as`` writes as the
+  string ``deepeval_source=SOURCE,deepeval_context=TEXT``, becomes a source with
+  ``doc_id`` SOURCE and text TEXT; the string is split at its first
+  ``,deepeval_context=`` as DeepEval's own loader splits it (a plain context that
+  happens to start with ``deepeval_source=`` is read the same way).
+* ``index_base`` ← ``--index-base`` when given, else citemark's default.
+
+In CSV and JSONL ``save_as`` joins ``retrieval_context`` into one string with
+``|``, which a context may itself hold: such a row is un-assessed
+(``contexts_joined``) and never split. A joined string with no ``|`` at all can only
+be one context, and is read as one source. A test case with no
+``retrieval_context`` is un-assessed (``no_retrieval_recorded``). ``context`` is
+DeepEval's ground truth, not what the model saw, and is not read.
+
+DeepEval records no numbering: the list order is taken as the order the model saw
+(see ``KNOWN_LIMITATIONS.md``). Rows are numbered (`Recorded.line`) by line in
+JSONL, and by 1-based position among the test cases in JSON and CSV. The JSON array
+is split into its elements as the file is read, a block at a time, and each element
+is parsed on its own by citemark's strict JSON parser: the file is never held whole.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+from citemark._formats._base import Recorded
+from citemark._formats.ragas import csv_records, json_lines, text_lines
+from citemark._strictjson import StrictJSONError, loads_strict
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import BinaryIO
+
+    from citemark._formats._base import ReadOptions
+
+__all__ = ["read"]
+
+_DELIMITER: Final = "|"
+_RETRIEVED_CONTEXT: Final = re.compile(
+    r"deepeval_source=(?P<source>.*?),deepeval_context=(?P<context>.*)", re.DOTALL
+)
+_BLOCK: Final = 1 << 16
+# Outside a string, the bytes that change the splitter's state; inside one, the end
+# of the string or an escape (an escape is consumed whole, with the byte it escapes).
+_STRUCTURAL: Final = re.compile(rb'["\[\]{},]')
+_IN_STRING: Final = re.compile(rb'\\.|"', re.DOTALL)
+_NON_BLANK: Final = re.compile(rb"[^ \t\r\n]")
+_STRICT_JSON_REASONS: Final = {
+    "duplicate key": "not strict JSON: an object gives a key twice",
+    "non-finite number": "not strict JSON: it holds NaN or Infinity",
+    "nesting too deep": "not valid JSON: nested too deep",
+}
+
+
+def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
+    """Read DeepEval test cases (JSON, JSONL or CSV), one `Recorded` per test case.
+
+    Args:
+        handle: The file, opened in binary mode.
+        options: ``index_base`` is the number of the first source, or None for
+            citemark's default.
+
+    Yields:
+        One `Recorded` per test case, in file order.
+    """
+    head = _first_byte(handle)
+    if head == b"[":
+        for position, element in enumerate(_array_elements(handle), start=1):
+            yield _recorded(position, _element_value(element), options, joined=False)
+        return
+    lines = text_lines(handle)
+    if head == b"{":
+        for number, value in json_lines(lines):
+            yield _recorded(number, value, options, joined=True)
+        return
+    for position, record in csv_records(text for _, text in lines):
+        yield _recorded(position, record, options, joined=True)
+
+
+def _first_byte(handle: BinaryIO) -> bytes:
+    """The file's first non-blank byte (after any byte-order mark), leaving the handle at 0."""
+    start = handle.tell()
+    found = b""
+    first = True
+    while block := handle.read(_BLOCK):
+        if first:
+            block = block.removeprefix(b"\xef\xbb\xbf")
+            first = False
+        match = _NON_BLANK.search(block)
+        if match:
+            found = match.group()
+            break
+    handle.seek(start)
+    return found
+
+
+# --- A streaming splitter of one top-level JSON array ----------------------------
+
+
+class _ArrayError(ValueError):
+    """The file is not one JSON array; the message says where it stops being one."""
+
+
+def _array_elements(handle: BinaryIO) -> Iterator[bytes | _ArrayError]:
+    """The raw bytes of each element of the file's top-level JSON array, in order.
+
+    Only strings, brackets, braces and commas are tracked; each element's own
+    syntax is left to the strict parser. When the file stops being an array (it is
+    cut short, or something follows the closing bracket) the last item is an
+    `_ArrayError`.
+    """
+    splitter = _Splitter()
+    first = True
+    while block := handle.read(_BLOCK):
+        if first:
+            block = block.removeprefix(b"\xef\xbb\xbf")
+            first = False
+        try:
+            yield from splitter.feed(block)
+        except _ArrayError as exc:
+            yield exc
+            return
+    if not splitter.closed:
+        yield _ArrayError("the JSON array is not closed: the file is cut short")
+
+
+class _Splitter:
+    """Splits a JSON array, fed in blocks, into the bytes of its elements."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._opened = False
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+        self._element = bytearray()
+
+    def feed(self, block: bytes) -> Iterator[bytes]:
+        position = 0
+        while position < len(block):
+            if self.closed:
+                if _NON_BLANK.search(block, position):
+                    msg = "something follows the JSON array"
+                    raise _ArrayError(msg)
+                return
+            if self._in_string:
+                position = self._in_string_from(block, position)
+                continue
+            match = _STRUCTURAL.search(block, position)
+            end = len(block) if match is None else match.start()
+            if self._opened:
+                self._element += block[position:end]
+            elif _NON_BLANK.search(block, position, end):
+                msg = "the file does not start with a JSON array"
+                raise _ArrayError(msg)
+            if match is None:
+                return
+            position = match.end()
+            element = self._structural(match.group())
+            if element is not None:
+                yield element
+
+    def _in_string_from(self, block: bytes, position: int) -> int:
+        if self._escape:
+            # The byte after a backslash that ended the previous block.
+            self._element += block[position : position + 1]
+            self._escape = False
+            return position + 1
+        match = _IN_STRING.search(block, position)
+        if match is None:
+            tail = block[position:]
+            self._escape = tail.endswith(b"\\") and _odd_backslashes(tail)
+            self._element += tail
+            return len(block)
+        self._element += block[position : match.end()]
+        if match.group() == b'"':
+            self._in_string = False
+        return match.end()
+
+    def _structural(self, byte: bytes) -> bytes | None:
+        """Take one structural byte; return an element's bytes when it ends one."""
+        if not self._opened:
+            if byte != b"[":
+                msg = "the file does not start with a JSON array"
+                raise _ArrayError(msg)
+            self._opened = True
+            return None
+        if self._depth == 0 and byte in (b",", b"]"):
+            element = bytes(self._element)
+            self._element.clear()
+            if byte == b"]":
+                self.closed = True
+                return element if element.strip() else None
+            return element
+        self._element += byte
+        if byte == b'"':
+            self._in_string = True
+        elif byte in (b"[", b"{"):
+            self._depth += 1
+        elif byte in (b"]", b"}"):
+            self._depth -= 1
+            if self._depth < 0:
+                msg = "the JSON array's brackets do not match"
+                raise _ArrayError(msg)
+        return None
+
+
+def _odd_backslashes(tail: bytes) -> bool:
+    """Whether ``tail`` ends in an odd run of backslashes (an escape not yet complete)."""
+    return (len(tail) - len(tail.rstrip(b"\\"))) % 2 == 1
+
+
+def _element_value(element: bytes | _ArrayError) -> Mapping[str, object] | str:
+    """One array element parsed strictly as an object, or the reason it is not one."""
+    if isinstance(element, _ArrayError):
+        return str(element)
+    try:
+        text = element.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the test case is not UTF-8 text"
+    if not text.strip():
+        return "the JSON array has an empty element"
+    try:
+        value = loads_strict(text, max_bytes=None)
+    except StrictJSONError as exc:
+        return _STRICT_JSON_REASONS.get(exc.kind, "not valid JSON")
+    return value if isinstance(value, dict) else "the test case is not a JSON object"
+
+
+# --- One test case to one row ------------------------------------------------------
+
+
+class _MalformedError(ValueError):
+    """A test case is not a row; the message is a structural reason written here."""
+
+
+def _recorded(
+    line: int, value: Mapping[str, object] | str, options: ReadOptions, *, joined: bool
+) -> Recorded:
+    if isinstance(value, str):
+        return Recorded(line=line, row=None, malformed=value)
+    try:
+        return _test_case(line, value, options, joined=joined)
+    except _MalformedError as exc:
+        return Recorded(line=line, row=None, malformed=str(exc))
+
+
+def _test_case(
+    line: int, value: Mapping[str, object], options: ReadOptions, *, joined: bool
+) -> Recorded:
+    answer = value.get("actual_output")
+    if answer is None:
+        msg = "actual_output is missing"
+        raise _MalformedError(msg)
+    if not isinstance(answer, str):
+        msg = "actual_output must be a string"
+        raise _MalformedError(msg)
+    question = value.get("input")
+    if question is not None and not isinstance(question, str):
+        msg = "input must be a string"
+        raise _MalformedError(msg)
+    row: dict[str, object] = {}
+    name = value.get("name")
+    if name is not None:
+        if not isinstance(name, str):
+            msg = "name must be a string"
+            raise _MalformedError(msg)
+        row["id"] = name
+    row |= {"question": question or "", "answer": answer}
+    if options.index_base is not None:
+        row["index_base"] = options.index_base
+    contexts = value.get("retrieval_context")
+    if contexts is None or contexts == "":
+        row["sources"] = []
+        return Recorded(line=line, row=row, unassessed="no_retrieval_recorded")
+    if isinstance(contexts, str) and joined:
+        if _DELIMITER in contexts:
+            row["sources"] = []
+            return Recorded(line=line, row=row, unassessed="contexts_joined")
+        contexts = [contexts]
+    if not isinstance(contexts, list) or not all(isinstance(text, str) for text in contexts):
+        msg = "retrieval_context must be a list of strings"
+        raise _MalformedError(msg)
+    row["sources"] = [_source(number, text) for number, text in enumerate(contexts, start=1)]
+    return Recorded(line=line, row=row)
+
+
+def _source(number: int, text: str) -> dict[str, object]:
+    match = _RETRIEVED_CONTEXT.fullmatch(text)
+    if match is None:
+        return {"text": text, "doc_id": str(number)}
+    return {"text": match.group("context"), "doc_id": match.group("source")}

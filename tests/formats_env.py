@@ -1,0 +1,71 @@
+"""Run a producer in the "formats" environment (``.venv-formats``) and get back what it wrote.
+
+Ragas, DeepEval and Phoenix conflict with the main environment's pins, so the tests
+that read their files run the real libraries in a virtual environment of their own
+(``requirements-formats.txt``): ``tests/producers/*.py`` write the files there and the
+tests read them here. Without that environment the tests *fail*, saying how to build
+it: a skip would hide them in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMATS_PYTHON = ROOT / ".venv-formats" / "bin" / "python"
+FORMATS_STAMP = ROOT / ".venv-formats" / ".installed"
+PRODUCERS = Path(__file__).resolve().parent / "producers"
+# Importing ragas, deepeval and phoenix takes seconds each on two cores.
+PRODUCER_TIMEOUT_S = 300
+
+
+def formats_python() -> Path:
+    """The formats environment's Python; fails the test when it is not built."""
+    if not FORMATS_PYTHON.exists() or not FORMATS_STAMP.exists():
+        pytest.fail(
+            "the formats environment is missing: run `make .venv-formats/.installed` "
+            "(it holds Ragas, DeepEval and Phoenix, which write the files these tests read)",
+            pytrace=False,
+        )
+    return FORMATS_PYTHON
+
+
+def produce(producer: str, spec: object, out: Path, workdir: Path) -> None:
+    """Run ``tests/producers/<producer>.py SPEC OUT`` with the formats environment's Python.
+
+    Args:
+        producer: The producer script's name, without ``.py``.
+        spec: What to produce, written to a JSON file for the producer.
+        out: The output path (a directory or a file, as the producer takes it).
+        workdir: The producer's working directory (DeepEval writes a ``.deepeval``
+            folder into it), so nothing lands in the repository.
+    """
+    python = formats_python()
+    spec_path = workdir / f"{producer}-spec.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTHON", "VIRTUAL_ENV", "PYTEST"))
+    }
+    env["DEEPEVAL_TELEMETRY_OPT_OUT"] = "YES"
+    env["HOME"] = str(workdir)
+    result = subprocess.run(
+        [str(python), str(PRODUCERS / f"{producer}.py"), str(spec_path), str(out)],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PRODUCER_TIMEOUT_S,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"producer {producer} failed ({result.returncode}):\n{result.stderr[-4000:]}",
+            pytrace=False,
+        )
