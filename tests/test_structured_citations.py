@@ -288,3 +288,52 @@ class TestCheck:
         )
         assert "5" == found[0]["details"]["fabricated_citations"][0]["label"]
         assert "structured_output_not_parsed" == found[1]["reason"]
+
+
+class TestHostile:
+    def test_an_id_too_long_to_print_is_described_by_its_length(self):
+        for huge in (10**5000, -(10**5000)):
+            with pytest.raises(MarkerOutOfRangeError) as caught:
+                resolve_structured({"answer": "x", "citations": [huge]}, SOURCES)
+            assert "about 5001 digits" in str(caught.value)
+        quote = {"citations": [{"source_id": 10**5000, "quote": "Lions"}]}
+        assert "out_of_range" == check_structured(quote, SOURCES).findings.citations[0].outcome
+        assert "<number of about 5001 digits>" in str(QuoteNotInSourceError(10**5000, 1, None))
+
+    def test_a_pointer_index_too_long_for_int_finds_nothing(self):
+        with pytest.raises(StructuredAnswerError, match="missing"):
+            check_structured({"c": [[1]]}, SOURCES, citations_field="/c/" + "9" * 5000)
+
+    def test_field_pointers_stay_out_of_the_explanation(self, tmp_path):
+        canary = "CANARY-key-7f3a"
+        rows = [
+            {"answer": {"answer": "x", "citations": [], canary: "See [9]."}, "sources": SOURCE_ROWS}
+        ]
+        (row,) = run_check(tmp_path, rows)
+        assert "failed" == row["outcome"]
+        assert canary not in row["explanation"]
+        assert f"/{canary}" == row["details"]["structured"]["field_markers"][0]["pointer"]
+
+    def test_strict_markers_reach_the_structured_fields(self, tmp_path):
+        answer = {"answer": "Fast.", "citations": [0], "notes": "see [1-2] and [^1]"}
+        rows = [{"answer": answer, "sources": SOURCE_ROWS, "index_base": 0}]
+        (lenient,) = run_check(tmp_path / "a", rows)
+        (strict,) = run_check(tmp_path / "b", rows, "--strict-markers")
+        assert "structured_citations_not_graded" == lenient["reason"]
+        assert ["unrecognized_citation"] == strict["details"]["deterministic_failures"]
+
+
+class TestDeclaredUnassessed:
+    def test_only_codes_a_recorder_writes_may_be_declared(self, tmp_path):
+        base = {"answer": "Cites [9].", "sources": SOURCE_ROWS}
+        rows = [
+            {**base, "id": "recorded", "unassessed": "numbering_unknown"},
+            {**base, "id": "dodge", "unassessed": "no_judge"},
+            {**base, "id": True, "unassessed": "chain_error"},
+            {**base, "id": "plain"},
+        ]
+        found = run_check(tmp_path, rows)
+        assert ["unassessed", "malformed", "malformed", "failed"] == [r["outcome"] for r in found]
+        assert "numbering_unknown" == found[0]["reason"]
+        assert "unassessed must be a reason code a recorder writes" == found[1]["error"]
+        assert "id must be a string or an integer" == found[2]["error"]

@@ -79,10 +79,20 @@ __all__ = [
 # Integers with more digits than this are described by their length in messages:
 # a marker is structural, but a 4,000-digit one would still flood a log line.
 _MAX_PRINTED_DIGITS = 20
+# Integers longer than this many bits are never converted with str() (Python's limit is
+# 4,300 digits, about 14,280 bits); their length is estimated from the bits instead.
+_MAX_STR_BITS = 14_000
+_LOG10_2 = 0.30103
 
 
 def printable_int(value: int) -> str:
-    """An integer for a message, or its length when it is too long to print (a structural fact)."""
+    """An integer for a message, or its length when it is too long to print (a structural fact).
+
+    Python refuses to convert an integer of more than 4,300 digits to text; such a
+    number is described by its approximate length, computed from its bits.
+    """
+    if value.bit_length() > _MAX_STR_BITS:
+        return f"<number of about {int(value.bit_length() * _LOG10_2) + 1} digits>"
     shown = str(value)
     return shown if len(shown) <= _MAX_PRINTED_DIGITS else f"<{len(shown)}-digit number>"
 
@@ -143,9 +153,7 @@ class MarkerOutOfRangeError(SynthesisError):
         self.marker = marker
         self.valid_count = valid_count
         self.index_base = index_base
-        shown = str(marker)
-        if len(shown) > _MAX_PRINTED_DIGITS:
-            shown = f"<{len(shown)}-digit number>"
+        shown = printable_int(marker)
         noun = "source" if valid_count == 1 else "sources"
         last = valid_count - 1 + index_base
         msg = (

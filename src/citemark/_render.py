@@ -135,7 +135,8 @@ def recover_numbering(prompt: str, texts: Sequence[str]) -> list[int | None]:
     For a chain whose own code numbered the sources, the numbering is only in the
     prompt. Each text is located by a probe (its first non-blank line, at most 60
     characters, which must occur in the prompt exactly once), and its number is taken
-    from the nearest label before it at the start of a line: ``[n]``, ``Source n``,
+    from the nearest label before it at the start of a line: ``[n]``, ``Source n``
+    (``Source: n``, ``Source ID: n``, as LangChain's citation guide writes it),
     ``Document n`` or ``n.``/``n)``. A text that cannot be located unambiguously gets
     ``None``; the caller decides what an incomplete numbering means.
 

@@ -31,7 +31,7 @@ from citemark._errors import NoSourcesError, StructuredAnswerError
 from citemark._formats import sniff
 from citemark._models import Source
 from citemark._provider_rows import ProviderRow, ProviderRowError, read_provider_row
-from citemark._reasons import REASONS
+from citemark._reasons import ADAPTER_REASONS, RECORDED_REASONS
 from citemark._reports import MalformedLine
 from citemark._strictjson import StrictJSONError, loads_strict
 from citemark._structured import StructuredCitedAnswer, check_structured
@@ -65,6 +65,11 @@ class RowOptions(NamedTuple):
 
 
 _DEFAULT_OPTIONS: Final = RowOptions()
+# The un-assessed codes a native row may declare (the ``unassessed`` field).
+_DECLARABLE: Final = (frozenset(ADAPTER_REASONS) | frozenset(RECORDED_REASONS)) - {
+    "provider_citations_not_graded",
+    "structured_citations_not_graded",
+}
 
 
 class CheckRow(NamedTuple):
@@ -178,18 +183,29 @@ def _with_hint(reason: str, value: object) -> str:
 
 
 def _unassessed_row(line: int, value: dict[str, object], code: str) -> CheckRow:
+    """A row that says it cannot be checked: its id, question and any answer text only."""
     answer = value.get("answer")
-    text = answer if isinstance(answer, str) else ""
-    question = value.get("question")
-    row_id = value.get("id")
+    question, row_id = _question_and_id(value)
     return CheckRow(
-        line,
-        None if row_id is None else str(row_id),
-        question if isinstance(question, str) else "",
-        text,
-        (),
-        unassessed=code,
+        line, row_id, question, answer if isinstance(answer, str) else "", (), unassessed=code
     )
+
+
+def _question_and_id(value: dict[str, object]) -> tuple[str, str | None]:
+    """A row's question ("" when it has none) and its id as a string (None when none)."""
+    question = value.get("question")
+    if question is None:
+        question = ""
+    elif not isinstance(question, str):
+        msg = "question must be a string"
+        raise _MalformedError(msg)
+    row_id = value.get("id")
+    if row_id is None:
+        return question, None
+    if isinstance(row_id, bool) or not isinstance(row_id, str | int):
+        msg = "id must be a string or an integer"
+        raise _MalformedError(msg)
+    return question, str(row_id)
 
 
 class _MalformedError(ValueError):
@@ -198,9 +214,11 @@ class _MalformedError(ValueError):
 
 def _row(line: int, value: object, options: RowOptions) -> CheckRow:
     if isinstance(value, dict) and "unassessed" in value:
+        # Only the codes a recorder or a reader meets before any check: a row cannot
+        # declare itself past a check it never had (no_judge, ...).
         code = value["unassessed"]
-        if not isinstance(code, str) or code not in REASONS:
-            msg = "unassessed must be a reason code"
+        if not isinstance(code, str) or code not in _DECLARABLE:
+            msg = "unassessed must be a reason code a recorder writes"
             raise _MalformedError(msg)
         return _unassessed_row(line, value, code)
     if isinstance(value, dict) and "provider_response" in value:
@@ -255,18 +273,7 @@ def _marker_row(line: int, value: object) -> CheckRow:
     if not isinstance(answer, str):
         msg = "answer must be a string or a structured answer object"
         raise _MalformedError(msg)
-    question = value.get("question")
-    if question is None:
-        question = ""
-    elif not isinstance(question, str):
-        msg = "question must be a string"
-        raise _MalformedError(msg)
-    row_id = value.get("id")
-    if row_id is not None:
-        if isinstance(row_id, bool) or not isinstance(row_id, str | int):
-            msg = "id must be a string or an integer"
-            raise _MalformedError(msg)
-        row_id = str(row_id)
+    question, row_id = _question_and_id(value)
     index_base = value.get("index_base")
     if index_base is not None and (
         isinstance(index_base, bool) or not isinstance(index_base, int) or index_base not in (0, 1)

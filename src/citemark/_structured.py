@@ -69,6 +69,7 @@ quote ``verified``, ``quote_not_in_source`` or ``blank_quote`` (nothing to re-re
 _DEFAULT_TEXT: Final = "/answer"
 _DEFAULT_CITATIONS: Final = "/citations"
 _MISSING: Final = object()
+_MAX_INDEX_DIGITS: Final = 18
 _MAX_DEPTH: Final = 64
 """How deep the walk over an object's string fields goes; deeper values are refused."""
 
@@ -460,8 +461,11 @@ def json_pointer(value: object, pointer: str) -> object:
                 return _MISSING
             value = value[key]
         elif isinstance(value, list) and key.isdigit() and key.isascii():
+            # No list is longer than 18 digits' worth; int() of a huge token would refuse.
+            if len(key) > _MAX_INDEX_DIGITS or (key != "0" and key.startswith("0")):
+                return _MISSING
             index = int(key)
-            if index >= len(value) or (key != "0" and key.startswith("0")):
+            if index >= len(value):
                 return _MISSING
             value = value[index]
         else:

@@ -61,9 +61,13 @@ def parsed_object(answer: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def with_structured_findings(
-    score: CitationScore, checked: StructuredCitedAnswer | None
+    score: CitationScore, checked: StructuredCitedAnswer | None, *, strict: bool = False
 ) -> CitationScore:
-    """The row's score with its structured citations recorded, failed on a violation."""
+    """The row's score with its structured citations recorded, failed on a violation.
+
+    With ``strict`` (``--strict-markers``), citation-like text that is not a marker in
+    the object's other string fields fails the row as it does in the text.
+    """
     if checked is None:
         return score
     found = checked.findings
@@ -75,6 +79,15 @@ def with_structured_findings(
     if found.wrong_quotes:
         codes.append("quote_not_in_source")
         failures.append(_wrong_quotes(found))
+    if strict and found.field_tokens:
+        codes.append("unrecognized_citation")
+        count = len(found.field_tokens)
+        kinds = ", ".join(sorted({t.token.kind for t in found.field_tokens}))
+        noun = "tokens" if count != 1 else "token"
+        failures.append(
+            f"{count} citation-like {noun} in the structured answer's fields "
+            f"{'are' if count != 1 else 'is'} not a marker (strict mode; {kinds})"
+        )
     findings = score.findings.model_copy(update={"structured": found})
     if failures:
         return failed_after(score, findings, codes, failures)
@@ -89,8 +102,9 @@ def with_structured_findings(
 def _out_of_range(found: StructuredFindings) -> str:
     wrong = [c for c in found.citations if c.outcome == "out_of_range"]
     listed = [f"id {printable_int(c.source_id)} at {c.pointer}" for c in wrong]
+    # A field's pointer is made of the answer's own keys: data, named in the findings only.
     listed += [
-        f"[{printable_int(m.marker)}] in {m.pointer}" for m in found.field_markers if not m.in_range
+        f"[{printable_int(m.marker)}] in a field" for m in found.field_markers if not m.in_range
     ]
     shown = ", ".join(listed[:_LISTED]) + (
         f" and {len(listed) - _LISTED} more" if len(listed) > _LISTED else ""

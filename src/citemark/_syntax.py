@@ -50,7 +50,7 @@ INT_PATTERN: Final = re.compile(r"[0-9]++")
 NUMBERED_HEADER_PATTERN: Final = re.compile(
     r"^[ \t]*(?:"
     r"\[([0-9]{1,4})\]"  # [n]
-    r"|(?:Source|Document|Doc)[ \t]*#?([0-9]{1,4})\b"  # Source n, Document #n
+    r"|(?:Source|Document|Doc)(?:[ \t]*ID)?[ \t]*[#:]?[ \t]*([0-9]{1,4})\b"  # Source n, ID: n
     r"|([0-9]{1,4})[.)][ \t])",  # n. or n)
     re.MULTILINE | re.IGNORECASE,
 )

@@ -409,12 +409,25 @@ class CitationCallbackHandler(BaseCallbackHandler):
         answer; a message and citemark's own `CitedAnswer` are read as their text.
         """
         value = outputs.get(self.answer_key) if isinstance(outputs, dict) else outputs
+        if isinstance(value, dict) and {"parsed", "parsing_error"} <= value.keys():
+            # include_raw=True: the parsed object, or the fact that nothing parsed (the
+            # error and the raw message are not data a check can read).
+            error, parsed = value["parsing_error"], value["parsed"]
+            if error is None and parsed is not None:
+                return {"parsed": self._structured(parsed), "parsing_error": None}
+            return {"parsed": None, "parsing_error": type(error).__name__}
+        structured = self._structured(value)
+        return structured if structured is not None else self._answer_text(outputs)
+
+    @staticmethod
+    def _structured(value: Any) -> Mapping[str, Any] | None:
+        """A structured answer as a JSON object, or None when ``value`` is not one."""
         if isinstance(value, BaseModel) and not isinstance(value, BaseMessage | CitedAnswer):
             dumped: dict[str, Any] = value.model_dump(mode="json")
             return dumped
         if isinstance(value, dict) and all(isinstance(key, str) for key in value):
             return value
-        return self._answer_text(outputs)
+        return None
 
     def _question(self, inputs: Any) -> str:
         value = inputs.get(self.question_key) if isinstance(inputs, dict) else inputs

@@ -327,7 +327,10 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
         recorder.end_batch(len(scored))
     computed = iter(results)
     results = [
-        row_score(row, None if row.unassessed is not None else next(computed)) for row in rows
+        row_score(
+            row, None if row.unassessed is not None else next(computed), scorer.strict_markers
+        )
+        for row in rows
     ]
     tally.add_scores(results)
     scores = iter(results)
@@ -342,16 +345,17 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
             sink.add(checked)
 
 
-def row_score(row: CheckRow, score: CitationScore | None) -> CitationScore:
+def row_score(row: CheckRow, score: CitationScore | None, strict: bool = False) -> CitationScore:
     """A row's score with what the scorer does not see: provider, structured, reader facts.
 
-    ``score`` is the scorer's, or None for a row a reader left un-assessed. Both
-    engines finish every row here.
+    ``score`` is the scorer's, or None for a row a reader left un-assessed; ``strict``
+    is the scorer's ``strict_markers``. Both engines finish every row here.
     """
     if score is None:
         assert row.unassessed is not None  # noqa: S101 - only such rows go unscored
         return unassessed(row.unassessed, NO_FINDINGS)
-    score = with_structured_findings(with_provider_findings(score, row.provider), row.structured)
+    score = with_provider_findings(score, row.provider)
+    score = with_structured_findings(score, row.structured, strict=strict)
     if not row.index_base_from_prompt:
         return score
     return with_findings(score, score.findings.model_copy(update={"index_base_from_prompt": True}))

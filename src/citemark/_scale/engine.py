@@ -234,7 +234,7 @@ class CheckBatch:
             )
         except Exception:  # noqa: BLE001 - one row's failure never fails the job
             return self._one_by_one(rows)
-        scores = _finished(rows, scores)
+        scores = _finished(rows, scores, self._scorer.strict_markers)
         return scores, [_scoring_error(score) for score in scores], self._calls(len(rows))
 
     def _one_by_one(
@@ -248,7 +248,9 @@ class CheckBatch:
         for row in rows:
             try:
                 (score,) = _finished(
-                    [row], self._runner.run(self._scorer.score_many(_pending([row])))
+                    [row],
+                    self._runner.run(self._scorer.score_many(_pending([row]))),
+                    self._scorer.strict_markers,
                 )
                 errors.append(_scoring_error(score))
             except Exception as exc:  # noqa: BLE001 - recorded against the row
@@ -270,9 +272,11 @@ def _pending(rows: list[CheckRow]) -> list[ScoreRow]:
     return [ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in rows]
 
 
-def _finished(rows: list[CheckRow], scores: list[CitationScore]) -> list[CitationScore]:
+def _finished(
+    rows: list[CheckRow], scores: list[CitationScore], strict: bool
+) -> list[CitationScore]:
     """Each score with its row's provider and structured citations, as the local check has it."""
-    return [row_score(row, s) for row, s in zip(rows, scores, strict=True)]
+    return [row_score(row, s, strict) for row, s in zip(rows, scores, strict=True)]
 
 
 def _scoring_error(score: CitationScore) -> str | None:

@@ -11,6 +11,8 @@ model's ids and quotes.
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 from operator import itemgetter
 
 import pytest
@@ -33,9 +35,12 @@ from citemark import (
     StructuredCitedAnswer,
     SynthesisError,
 )
+from citemark._runs import parse_row
+from citemark.reports import RecordingWarning, RowRecorder
 from langchain_citemark import (
     STRUCTURED_CITATION_PROMPT,
     AgentCitationReport,
+    CitationCallbackHandler,
     CitationMiddleware,
     StructuredCitationChecker,
     create_structured_citation_chain,
@@ -462,3 +467,35 @@ class TestMiddleware:
     def test_a_bad_structured_option_is_refused(self):
         with pytest.raises(ValueError, match="structured"):
             CitationMiddleware(structured="repair")
+
+
+class TestRecordingStructuredRuns:
+    """CitationCallbackHandler(record_to=) on the guide's chain with include_raw=True."""
+
+    def recorded(self, args):
+        out = io.StringIO()
+        handler = CitationCallbackHandler(record_to=out, index_base=0)
+        chain = guide_chain(model_calling(CitedAnswer, args), CitedAnswer, include_raw=True)
+        chain.invoke({"question": QUESTION}, config={"callbacks": [handler]})
+        (line,) = out.getvalue().splitlines()
+        return json.loads(line), parse_row(1, line.encode())
+
+    def test_a_reply_that_failed_its_schema_is_recorded_as_not_parsed(self):
+        """The row is written (the naive dump of the raw dict is not JSON at all), and
+        check reads it as structured_output_not_parsed, never from the raw message."""
+        row, parsed = self.recorded({"answer": "Fast.", "citations": "not a list"})
+        assert {"parsed": None, "parsing_error": "ValidationError"} == row["answer"]
+        assert "structured_output_not_parsed" == parsed.unassessed
+        chain = guide_chain(
+            model_calling(CitedAnswer, {"answer": "Fast.", "citations": "x"}),
+            CitedAnswer,
+            include_raw=True,
+        )
+        raw = chain.invoke({"question": QUESTION})["answer"]
+        with pytest.warns(RecordingWarning):
+            assert not RowRecorder(io.StringIO()).record(answer=raw, sources=[], question=QUESTION)
+
+    def test_a_parsed_reply_is_recorded_as_its_object(self):
+        row, parsed = self.recorded({"answer": "Fast.", "citations": [1, 7]})
+        assert {"answer": "Fast.", "citations": [1, 7]} == row["answer"]["parsed"]
+        assert (7,) == parsed.structured.findings.out_of_range
