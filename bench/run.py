@@ -19,6 +19,7 @@ ORDER = [
     "scorer.py",
     "llama_index_eval.py",
     "check.py",
+    "formats.py",
 ]
 
 

@@ -33,7 +33,7 @@ from citemark._models import Source
 from citemark._provider_rows import ProviderRow, ProviderRowError, read_provider_row
 from citemark._reasons import ADAPTER_REASONS, RECORDED_REASONS
 from citemark._reports import MalformedLine
-from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._strictjson import StrictJSONError, line_reason, loads_strict
 from citemark._structured import StructuredCitedAnswer, check_structured
 from citemark._structured_rows import NOT_PARSED, parsed_object
 from citemark._validation import describe_validation_error
@@ -45,12 +45,6 @@ __all__ = ["CheckRow", "RowOptions", "parse_recorded", "parse_row"]
 
 _KNOWN_SOURCE_FIELDS: Final = frozenset(Source.model_fields)
 _NOT_A_FIELD: Final = "a field Source does not define (put extra fields in metadata)"
-# The malformed-line reason for each StrictJSONError kind; anything else is "not valid JSON".
-_STRICT_JSON_REASONS: Final = {
-    "duplicate key": "not strict JSON: an object gives a key twice",
-    "non-finite number": "not strict JSON: it holds NaN or Infinity",
-    "nesting too deep": "not valid JSON: nested too deep",
-}
 
 
 class RowOptions(NamedTuple):
@@ -159,7 +153,7 @@ def parse_recorded(
     """
     if record.row is None:
         return MalformedLine(line=record.line, reason=record.malformed or "not a row")
-    value = dict(record.row)
+    value = record.row if isinstance(record.row, dict) else dict(record.row)
     try:
         if record.unassessed is not None:
             row = _unassessed_row(record.line, value, record.unassessed)
@@ -319,6 +313,6 @@ def _loads(text: str) -> object:
     try:
         return loads_strict(text, max_bytes=None)
     except StrictJSONError as exc:
-        reason = _STRICT_JSON_REASONS.get(exc.kind, "not valid JSON")
+        reason = line_reason(exc)
     # Raised outside the handler; a StrictJSONError carries no part of the line anyway.
     raise _MalformedError(reason)

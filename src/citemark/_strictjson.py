@@ -26,6 +26,7 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "StrictJSONError",
     "check_size",
+    "line_reason",
     "loads_strict",
     "strip_single_fence",
 ]
@@ -44,6 +45,20 @@ _FENCE = "```"
 _OPENERS = frozenset({_FENCE, _FENCE + "json"})
 # An opening line, at least one content line, and a closing line.
 _FENCED_LINES = 3
+
+
+# What a recorded line that fails strict parsing is called, per kind (malformed-line
+# reasons in citemark check and every --from reader).
+_LINE_REASONS: Final = {
+    _DUPLICATE_KEY: "not strict JSON: an object gives a key twice",
+    _NON_FINITE: "not strict JSON: it holds NaN or Infinity",
+    _TOO_DEEP: "not valid JSON: nested too deep",
+}
+
+
+def line_reason(error: StrictJSONError) -> str:
+    """The malformed-line reason for a recorded line that failed strict parsing."""
+    return _LINE_REASONS.get(error.kind, "not valid JSON")
 
 
 def check_size(text: str, max_bytes: int = MAX_TEXT_BYTES) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import math
 import os
@@ -64,6 +63,7 @@ from citemark._errors import (
     SynthesisError,
 )
 from citemark._formats import FORMAT_NAMES, Reader, ReadOptions, reader_for
+from citemark._formats.mapped import MappingError, check_mapping
 from citemark._judge import FaithfulnessJudge
 from citemark._replay.replay import ReplayChat
 from citemark._retrieval import BM25Retriever
@@ -272,9 +272,10 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         action="append",
         default=[],
         metavar="FIELD=POINTER",
-        help="read any other JSONL: where each row field is, as a JSON pointer "
-        "(answer=/output/text, question=, id=, sources=, source.text=, source.doc_id=, "
-        "source.chunk_id=, index_base=); may be given more than once",
+        help="read any other JSONL: where each row field is, as a JSON pointer into a line "
+        "(answer=, question=, id=, index_base=, and sources= or context=) or into each "
+        "source (source.text=, source.doc_id=, source.chunk_id=, source.start=, "
+        "source.end=, source.uri=, source.metadata=); may be given more than once",
     )
     check.add_argument(
         "--answer-field",
@@ -706,19 +707,16 @@ def _check_reader(args: argparse.Namespace) -> tuple[Reader | None, ReadOptions]
     name = "map" if mapping else args.from_format
     if name is None:
         return None, options
+    if mapping:
+        try:
+            check_mapping(mapping)  # before the first line is read
+        except MappingError as exc:
+            raise _UsageError(str(exc)) from None
     try:
         reader = reader_for(name)
-        if mapping:
-            check_mapping = getattr(
-                importlib.import_module(reader.__module__), "check_mapping", None
-            )
-            if check_mapping is not None:
-                check_mapping(mapping)
     except ImportError as exc:
         msg = f"--from {name} needs a package that is not installed ({exc.name})"
         raise _UsageError(msg) from None
-    except ValueError as exc:
-        raise _UsageError(str(exc)) from None
     return reader, options
 
 
