@@ -36,7 +36,7 @@ from mlflow.entities.trace_location import MlflowExperimentLocation
 from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
 
 from citemark._formats import ReadOptions, Recorded, reader_for
-from citemark._formats.mlflow import prompt_index_base
+from citemark._formats._common import prompt_index_base
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -369,6 +369,51 @@ class TestLangChain:
         (row,) = run_check(tmp_path, "spans.jsonl", otlp_hex(spans), "--from", "openinference")
         assert ("unassessed", "sources_truncated") == (row["outcome"], row["reason"])
 
+    @pytest.mark.parametrize("index", ["99999999999999999999", "02", "\u0662", "2x", "-2"])
+    def test_a_document_index_that_is_not_canonical_leaves_the_row_unassessed(
+        self, langchain_tracing, index
+    ):
+        """A key under ``retrieval.documents.`` whose index is not ``0|[1-9][0-9]*`` in ASCII.
+
+        The chain's real trace, with the third document's keys renamed to ``index`` (and
+        LangChain's ``output.value`` copy of the list taken out, as a LlamaIndex trace
+        has none). The old ``(\\d{1,9})`` pattern dropped the twenty-digit index (two
+        contiguous documents, resolved) and read ``02`` and the Arabic-Indic digit two
+        as 2 (three documents, resolved from keys no writer makes); each is now
+        sources_truncated.
+        """
+        tracing = langchain_tracing()
+        rag_chain([GOOD]).invoke(QUESTION)
+        request = json.loads(otlp_hex(tracing.spans()))
+        (retriever,) = [
+            span
+            for resource in request["resourceSpans"]
+            for scope in resource["scopeSpans"]
+            for span in scope["spans"]
+            if span["name"] == "VectorStoreRetriever"
+        ]
+        prefix = "retrieval.documents."
+        kept = []
+        for pair in retriever["attributes"]:
+            key = pair["key"]
+            if key.startswith("output."):
+                continue
+            renamed = prefix + index + key[len(prefix) + 1 :]
+            kept.append({**pair, "key": renamed} if key.startswith(prefix + "2.") else pair)
+        retriever["attributes"] = kept
+        text = json.dumps(request) + "\n"
+        old = re.compile(r"(\d{1,9})\.document\.(content|id|score|metadata)")
+        old_indexes = {
+            int(match.group(1))
+            for pair in kept
+            if pair["key"].startswith(prefix) and (match := old.fullmatch(pair["key"], len(prefix)))
+        }
+        # No gap the old reader would have seen: it resolved the row.
+        assert sorted(old_indexes) == list(range(len(old_indexes)))
+        (record,) = read_text(text)
+        assert "sources_truncated" == record.unassessed
+        assert [] == record.row["sources"]
+
     def test_a_value_length_limit_that_cuts_a_document_is_seen(self, langchain_tracing):
         """max_attribute_length cuts output.value (it no longer parses) and a long document alike.
 

@@ -8,6 +8,7 @@ the formats environment (`tests/formats_env.py`), never written by hand.
 from __future__ import annotations
 
 import ast
+import csv
 import io
 import json
 import subprocess
@@ -137,6 +138,57 @@ def test_ragas_jsonl_is_read_in_list_order_with_its_ids(ragas_files: Path) -> No
     # A sample with no retrieved_contexts is un-assessed, not a row with no sources.
     assert records[2].unassessed == "no_retrieval_recorded"
     assert records[2].unassessed in RECORDED_REASONS
+
+
+@pytest.mark.parametrize(
+    ("name", "fixture"), [("ragas", "ragas_files"), ("deepeval", "deepeval_files")]
+)
+def test_an_unclosed_csv_quote_is_reported_not_swallowed(
+    name: str, fixture: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The tool's own CSV with a quote opened in the first record's last cell, never closed.
+
+    The csv module's lenient default reads every later line into that one cell: the
+    first record keeps the header's number of cells and is read as a sound row, and
+    the others vanish without a reason (the naive reading below). Read strictly, the
+    record is malformed with a reason that counts the lines lost, and none is a row.
+    """
+    files: Path = request.getfixturevalue(fixture)
+    lines = (files / f"{name}.csv").read_bytes().split(b"\r\n")
+    assert b"" == lines.pop()
+    *before, damaged_line, last = lines  # the last record holds no quote to close it
+    comma = damaged_line.rindex(b",") + 1
+    damaged = tmp_path / f"{name}.csv"
+    opened = damaged_line[:comma] + b'"' + damaged_line[comma:]
+    damaged.write_bytes(b"\r\n".join([*before, opened, last, b""]))
+    naive = list(csv.reader(io.StringIO(damaged.read_text(encoding="utf-8"), newline="")))
+    # One record short, and no error: the damaged one keeps the header's width.
+    assert len(before) + 1 == len(naive)
+    assert len(naive[0]) == len(naive[-1])
+    records = read_all(name, damaged)
+    good = read_all(name, files / f"{name}.csv")
+    assert [r.row for r in good[: len(before) - 1]] == [r.row for r in records[:-1]]
+    assert (len(before), None) == (records[-1].line, records[-1].row)
+    lost = 2
+    assert (
+        f"not valid CSV: a quoted cell is never closed, so the {lost} lines from this "
+        "record to the end of the file could not be read"
+    ) == records[-1].malformed
+
+
+def test_a_csv_cell_with_text_after_its_closing_quote_is_one_malformed_record(
+    ragas_files: Path, tmp_path: Path
+) -> None:
+    """Strict quoting: ``"a"b`` is one malformed record, and the records after it are read."""
+    header, first, *rest = (ragas_files / "ragas.csv").read_bytes().split(b"\r\n")
+    damaged = tmp_path / "ragas.csv"
+    damaged.write_bytes(
+        b"\r\n".join([header, b'"Odd"question' + first[first.index(b",") :], *rest])
+    )
+    records = read_all("ragas", damaged)
+    good = read_all("ragas", ragas_files / "ragas.csv")
+    assert "not valid CSV: a quoted cell has text after its closing quote" == records[0].malformed
+    assert [r.row for r in good[1:]] == [r.row for r in records[1:]]
 
 
 def test_ragas_csv_reads_the_same_rows_as_its_jsonl(ragas_files: Path) -> None:

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from citemark._errors import NoSourcesError, StructuredAnswerError
 from citemark._formats import sniff
+from citemark._formats._common import MalformedError, source_from_document
 from citemark._models import Source
 from citemark._provider_rows import ProviderRow, ProviderRowError, read_provider_row
 from citemark._reasons import ADAPTER_REASONS, RECORDED_REASONS
@@ -295,10 +296,18 @@ def _sources(value: object) -> tuple[Source, ...]:
         msg = "sources must be a list"
         raise _MalformedError(msg)
     sources: list[Source] = []
-    for number, item in enumerate(value, start=1):
-        if not isinstance(item, dict):
+    for number, given in enumerate(value, start=1):
+        if not isinstance(given, dict):
             msg = f"source {number} is not a JSON object"
             raise _MalformedError(msg)
+        item = given
+        if "page_content" in given and "text" not in given:
+            # A LangChain Document as a chain returns it (Document.model_dump / dict()).
+            try:
+                item = source_from_document(number, given)
+            except MalformedError as exc:
+                msg = f"source {number} is a LangChain Document that cannot be read: {exc}"
+                raise _MalformedError(msg) from None
         try:
             sources.append(Source.model_validate(item))
         except ValidationError as exc:

@@ -37,8 +37,13 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from citemark._formats._base import Recorded
-from citemark._formats.ragas import csv_records, json_lines, text_lines
-from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._formats._common import (
+    JsonTokens,
+    csv_records,
+    json_lines,
+    text_lines,
+)
+from citemark._strictjson import StrictJSONError, line_reason, loads_strict
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -53,16 +58,12 @@ _RETRIEVED_CONTEXT: Final = re.compile(
     r"deepeval_source=(?P<source>.*?),deepeval_context=(?P<context>.*)", re.DOTALL
 )
 _BLOCK: Final = 1 << 16
-# Outside a string, the bytes that change the splitter's state; inside one, the end
-# of the string or an escape (an escape is consumed whole, with the byte it escapes).
-_STRUCTURAL: Final = re.compile(rb'["\[\]{},]')
-_IN_STRING: Final = re.compile(rb'\\.|"', re.DOTALL)
 _NON_BLANK: Final = re.compile(rb"[^ \t\r\n]")
-_STRICT_JSON_REASONS: Final = {
-    "duplicate key": "not strict JSON: an object gives a key twice",
-    "non-finite number": "not strict JSON: it holds NaN or Infinity",
-    "nesting too deep": "not valid JSON: nested too deep",
-}
+_OPEN_ARRAY: Final = ord("[")
+_CLOSE_ARRAY: Final = ord("]")
+_ELEMENT_ENDS: Final = frozenset(b",]")
+_OPENERS: Final = frozenset(b"[{")
+_CLOSERS: Final = frozenset(b"]}")
 
 
 def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
@@ -117,110 +118,48 @@ class _ArrayError(ValueError):
 def _array_elements(handle: BinaryIO) -> Iterator[bytes | _ArrayError]:
     """The raw bytes of each element of the file's top-level JSON array, in order.
 
-    Only strings, brackets, braces and commas are tracked; each element's own
-    syntax is left to the strict parser. When the file stops being an array (it is
-    cut short, or something follows the closing bracket) the last item is an
-    `_ArrayError`.
+    Only strings, brackets, braces and commas are tracked (`JsonTokens`); each
+    element's own syntax is left to the strict parser. When the file stops being an
+    array (it is cut short, or something follows the closing bracket) the last item
+    is an `_ArrayError`.
     """
-    splitter = _Splitter()
-    first = True
-    while block := handle.read(_BLOCK):
-        if first:
-            block = block.removeprefix(b"\xef\xbb\xbf")
-            first = False
-        try:
-            yield from splitter.feed(block)
-        except _ArrayError as exc:
-            yield exc
+    tokens = JsonTokens(handle)
+    depth = 0
+    start: int | None = None  # where the open element starts, once the array is open
+    previous = 0
+    closed = False
+    for byte, begin, end in tokens:
+        if closed:
+            yield _ArrayError("something follows the JSON array")
             return
-    if not splitter.closed:
-        yield _ArrayError("the JSON array is not closed: the file is cut short")
-
-
-class _Splitter:
-    """Splits a JSON array, fed in blocks, into the bytes of its elements."""
-
-    def __init__(self) -> None:
-        self.closed = False
-        self._opened = False
-        self._depth = 0
-        self._in_string = False
-        self._escape = False
-        self._element = bytearray()
-
-    def feed(self, block: bytes) -> Iterator[bytes]:
-        position = 0
-        while position < len(block):
-            if self.closed:
-                if _NON_BLANK.search(block, position):
-                    msg = "something follows the JSON array"
-                    raise _ArrayError(msg)
+        if start is None:
+            if byte != _OPEN_ARRAY or tokens.non_blank(previous, begin):
+                yield _ArrayError("the file does not start with a JSON array")
                 return
-            if self._in_string:
-                position = self._in_string_from(block, position)
-                continue
-            match = _STRUCTURAL.search(block, position)
-            end = len(block) if match is None else match.start()
-            if self._opened:
-                self._element += block[position:end]
-            elif _NON_BLANK.search(block, position, end):
-                msg = "the file does not start with a JSON array"
-                raise _ArrayError(msg)
-            if match is None:
-                return
-            position = match.end()
-            element = self._structural(match.group())
-            if element is not None:
+            start = end
+        elif depth == 0 and byte in _ELEMENT_ENDS:
+            element = tokens.take(start, begin)
+            start = end
+            tokens.keep(start)
+            closed = byte == _CLOSE_ARRAY
+            if not closed or element.strip():
                 yield element
-
-    def _in_string_from(self, block: bytes, position: int) -> int:
-        if self._escape:
-            # The byte after a backslash that ended the previous block.
-            self._element += block[position : position + 1]
-            self._escape = False
-            return position + 1
-        match = _IN_STRING.search(block, position)
-        if match is None:
-            tail = block[position:]
-            self._escape = tail.endswith(b"\\") and _odd_backslashes(tail)
-            self._element += tail
-            return len(block)
-        self._element += block[position : match.end()]
-        if match.group() == b'"':
-            self._in_string = False
-        return match.end()
-
-    def _structural(self, byte: bytes) -> bytes | None:
-        """Take one structural byte; return an element's bytes when it ends one."""
-        if not self._opened:
-            if byte != b"[":
-                msg = "the file does not start with a JSON array"
-                raise _ArrayError(msg)
-            self._opened = True
-            return None
-        if self._depth == 0 and byte in (b",", b"]"):
-            element = bytes(self._element)
-            self._element.clear()
-            if byte == b"]":
-                self.closed = True
-                return element if element.strip() else None
-            return element
-        self._element += byte
-        if byte == b'"':
-            self._in_string = True
-        elif byte in (b"[", b"{"):
-            self._depth += 1
-        elif byte in (b"]", b"}"):
-            self._depth -= 1
-            if self._depth < 0:
-                msg = "the JSON array's brackets do not match"
-                raise _ArrayError(msg)
-        return None
-
-
-def _odd_backslashes(tail: bytes) -> bool:
-    """Whether ``tail`` ends in an odd run of backslashes (an escape not yet complete)."""
-    return (len(tail) - len(tail.rstrip(b"\\"))) % 2 == 1
+        elif byte in _OPENERS:
+            depth += 1
+        elif byte in _CLOSERS:
+            depth -= 1
+            if depth < 0:
+                yield _ArrayError("the JSON array's brackets do not match")
+                return
+        previous = end
+    if closed:
+        if tokens.non_blank(previous, tokens.end):
+            yield _ArrayError("something follows the JSON array")
+        return
+    if start is None and tokens.non_blank(previous, tokens.end):
+        yield _ArrayError("the file does not start with a JSON array")
+        return
+    yield _ArrayError("the JSON array is not closed: the file is cut short")
 
 
 def _element_value(element: bytes | _ArrayError) -> Mapping[str, object] | str:
@@ -236,7 +175,7 @@ def _element_value(element: bytes | _ArrayError) -> Mapping[str, object] | str:
     try:
         value = loads_strict(text, max_bytes=None)
     except StrictJSONError as exc:
-        return _STRICT_JSON_REASONS.get(exc.kind, "not valid JSON")
+        return line_reason(exc)
     return value if isinstance(value, dict) else "the test case is not a JSON object"
 
 

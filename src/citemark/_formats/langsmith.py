@@ -40,7 +40,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._formats._base import ReadOptions, Recorded
-from citemark._formats.mlflow import (
+from citemark._formats._common import (
     MalformedError,
     answer_from_output,
     loads,

@@ -39,38 +39,26 @@ import re
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._formats._base import ReadOptions, Recorded
+from citemark._formats._common import (
+    JsonTokens,
+    MalformedError,
+    answer_from_output,
+    loads,
+    message_texts,
+    prompt_index_base,
+    prompt_order_differs,
+    question_from,
+    source_from_document,
+)
 from citemark._strictjson import StrictJSONError, loads_strict
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterator, Mapping
 
-__all__ = [
-    "json_records",
-    "loads",
-    "prompt_index_base",
-    "prompt_order_differs",
-    "read",
-    "source_from_document",
-]
+__all__ = ["json_records", "read"]
 
 _CHUNK: Final = 1 << 16
-_QUESTION_KEYS: Final = ("question", "query", "input")
 _MODEL_TYPES: Final = frozenset({"CHAT_MODEL", "LLM"})
-_STRICT_JSON_REASONS: Final = {
-    "duplicate key": "not strict JSON: an object gives a key twice",
-    "non-finite number": "not strict JSON: it holds NaN or Infinity",
-    "nesting too deep": "not valid JSON: nested too deep",
-}
-# Source headers a prompt may number its sources with, at the start of a line.
-_HEADERS: Final = (
-    re.compile(r"^\[([0-9]+)\]", re.MULTILINE),
-    re.compile(r"^Source ID: ?([0-9]+)", re.MULTILINE),
-    re.compile(r"^Source ([0-9]+):", re.MULTILINE),
-)
-
-
-class MalformedError(ValueError):
-    """A record is not readable; the message is a structural reason written here."""
 
 
 # --- the file: JSONL, a JSON array, or JSON values one after another ---------------
@@ -107,7 +95,7 @@ def json_records(handle: BinaryIO) -> Iterator[tuple[int, bytes | None, str | No
         if _is_object(head[start:end]):
             yield from _jsonl(head, handle)
             return
-    yield from _split(_chunks(head, handle))
+    yield from _split(JsonTokens(handle, head))
 
 
 def _first_content(data: bytes) -> int | None:
@@ -137,97 +125,57 @@ def _jsonl(head: bytes, handle: BinaryIO) -> Iterator[tuple[int, bytes | None, s
         rest = handle.readline()
 
 
-def _chunks(head: bytes, handle: BinaryIO) -> Iterator[bytes]:
-    yield head
-    while chunk := handle.read(_CHUNK):
-        yield chunk
-
-
-_IN_STRING: Final = re.compile(rb'["\\]')
-_IN_VALUE: Final = re.compile(rb'[{}\[\]"]')
-_BETWEEN: Final = re.compile(rb"[^\s,]")
-_QUOTE: Final = ord('"')
-_BACKSLASH: Final = ord("\\")
 _OPEN_OBJECT: Final = ord("{")
 _OPEN_ARRAY: Final = ord("[")
 _CLOSE_ARRAY: Final = ord("]")
+_COMMA: Final = ord(",")
 _OPENERS: Final = frozenset(b"{[")
+_CLOSERS: Final = frozenset(b"}]")
+_OTHER: Final = ord("x")  # any byte that is neither structural nor blank
 
 
 class _SplitState:
-    """Where the splitter is: inside a string, how deep, and the value so far."""
+    """Where the splitter is between traces: in an array or not, and how many were cut."""
 
     def __init__(self) -> None:
         self.array: bool | None = None
         self.closed = False
-        self.depth = 0
-        self.in_string = False
-        self.escaped = False
-        self.value = bytearray()
         self.position = 0
 
 
-def _split(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes | None, str | None]]:
+def _split(tokens: JsonTokens) -> Iterator[tuple[int, bytes | None, str | None]]:
     """Cut a JSON array of objects, or objects one after another, into its objects."""
     state = _SplitState()
-    for chunk in chunks:
-        for item in _split_chunk(state, chunk):
-            yield item
-            if item[1] is None:
-                return
-    if state.depth > 0:
+    depth, start, previous = 0, 0, 0
+    for byte, begin, end in tokens:
+        if depth > 0:
+            if byte in _OPENERS:
+                depth += 1
+            elif byte in _CLOSERS:
+                depth -= 1
+                if depth == 0:
+                    state.position += 1
+                    yield state.position, tokens.take(start, end), None
+                    tokens.keep(end)
+            previous = end
+            continue
+        problem = _between(state, _OTHER) if tokens.non_blank(previous, begin) else None
+        if problem is None and byte != _COMMA:
+            problem = _between(state, byte)
+            depth, start = (1, begin) if byte == _OPEN_OBJECT and problem is None else (0, 0)
+        if problem is not None:
+            yield state.position + 1, None, problem
+            return
+        previous = end
+        tokens.keep(start if depth else end)
+    if depth > 0:
         yield state.position + 1, None, "the file ends inside a trace"
+        return
+    problem = _between(state, _OTHER) if tokens.non_blank(previous, tokens.end) else None
+    if problem is not None:
+        yield state.position + 1, None, problem
     elif state.array and not state.closed:
         yield state.position + 1, None, "the file ends inside the JSON array"
-
-
-def _split_chunk(
-    state: _SplitState, chunk: bytes
-) -> Iterator[tuple[int, bytes | None, str | None]]:
-    pos, size = 0, len(chunk)
-    mark = 0
-    while pos < size:
-        if state.depth == 0:
-            match = _BETWEEN.search(chunk, pos)
-            if match is None:
-                return
-            pos = match.end()
-            problem = _between(state, chunk[match.start()])
-            if problem is not None:
-                yield state.position + 1, None, problem
-                return
-            mark = match.start()
-        elif state.escaped:
-            state.escaped = False
-            pos += 1
-        elif state.in_string:
-            match = _IN_STRING.search(chunk, pos)
-            if match is None:
-                break
-            pos = match.end()
-            if chunk[match.start()] == _BACKSLASH:
-                state.escaped = True
-            else:
-                state.in_string = False
-        else:
-            match = _IN_VALUE.search(chunk, pos)
-            if match is None:
-                break
-            pos = match.end()
-            byte = chunk[match.start()]
-            if byte == _QUOTE:
-                state.in_string = True
-            elif byte in _OPENERS:
-                state.depth += 1
-            else:
-                state.depth -= 1
-                if state.depth == 0:
-                    state.value += chunk[mark:pos]
-                    state.position += 1
-                    yield state.position, bytes(state.value), None
-                    state.value.clear()
-    if state.depth > 0:
-        state.value += chunk[mark:]
 
 
 def _between(state: _SplitState, byte: int) -> str | None:
@@ -246,102 +194,7 @@ def _between(state: _SplitState, byte: int) -> str | None:
         return None
     if byte != _OPEN_OBJECT:
         return "a trace must be a JSON object"
-    state.depth = 1
     return None
-
-
-# --- shared with the other trace readers -------------------------------------------
-
-
-def loads(raw: bytes | str, first: bool = False) -> object:
-    """Parse one record's JSON strictly (no duplicate keys, NaN or Infinity).
-
-    Raises:
-        MalformedError: with a structural reason.
-    """
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8-sig" if first else "utf-8")
-        except UnicodeDecodeError:
-            msg = "not UTF-8 text"
-            raise MalformedError(msg) from None
-    try:
-        return loads_strict(raw, max_bytes=None)
-    except StrictJSONError as exc:
-        reason = _STRICT_JSON_REASONS.get(exc.kind, "not valid JSON")
-    raise MalformedError(reason)
-
-
-def source_from_document(number: int, document: object) -> dict[str, object]:
-    """One retrieved document (``page_content``, ``id``, ``metadata``) as a citemark source.
-
-    ``text`` is ``page_content``; ``doc_id`` the document's ``id``, else
-    ``metadata["doc_id"]``, else its 1-based position; ``chunk_id`` is
-    ``metadata["chunk_id"]`` and ``uri`` ``metadata["source"]`` when they are strings;
-    ``metadata`` is kept whole.
-
-    Raises:
-        MalformedError: the document has no ``page_content`` string.
-    """
-    if not isinstance(document, dict):
-        msg = f"document {number} is not a JSON object"
-        raise MalformedError(msg)
-    text = document.get("page_content")
-    if not isinstance(text, str):
-        msg = f"document {number} has no page_content string"
-        raise MalformedError(msg)
-    metadata = document.get("metadata")
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        msg = f"document {number} metadata is not a JSON object"
-        raise MalformedError(msg)
-    doc_id = document.get("id")
-    if not isinstance(doc_id, str) or not doc_id:
-        doc_id = metadata.get("doc_id")
-    if not isinstance(doc_id, str) or not doc_id:
-        doc_id = str(number)
-    source: dict[str, object] = {"text": text, "doc_id": doc_id, "metadata": metadata}
-    chunk_id = metadata.get("chunk_id")
-    if isinstance(chunk_id, str):
-        source["chunk_id"] = chunk_id
-    uri = metadata.get("source")
-    if isinstance(uri, str):
-        source["uri"] = uri
-    return source
-
-
-def prompt_index_base(prompt: str, count: int) -> int | None:
-    """0 when the prompt numbers ``count`` sources from 0, once each, in order; else None.
-
-    A header is ``[n]``, ``Source ID: n`` or ``Source n:`` at the start of a line.
-    The prompt shows 0-based numbering unambiguously when one header style reads
-    exactly ``0, 1, ..., count-1`` and none reads ``1, ..., count``.
-    """
-    if count == 0:
-        return None
-    zero, one = list(range(count)), list(range(1, count + 1))
-    seen = [[int(number) for number in pattern.findall(prompt)] for pattern in _HEADERS]
-    if zero in seen and one not in seen:
-        return 0
-    return None
-
-
-def prompt_order_differs(prompt: str, texts: list[str]) -> bool:
-    """Whether the prompt shows the texts, each found exactly once, in another order.
-
-    False when any text is empty, missing from the prompt or found in it more than
-    once: then the prompt settles nothing.
-    """
-    if len(texts) < 2:  # noqa: PLR2004 - one text has no order
-        return False
-    positions: list[int] = []
-    for text in texts:
-        found = prompt.find(text) if text else -1
-        if found < 0 or prompt.find(text, found + 1) >= 0:
-            return False
-        positions.append(found)
-    return positions != sorted(positions)
 
 
 # --- one trace -----------------------------------------------------------------------
@@ -491,45 +344,12 @@ def _rooted(
     return Recorded(where, row)
 
 
-def question_from(inputs: object) -> str:
-    """The question in a root's inputs: a string, or an object's question, query or input.
-
-    An object with none of those keys but exactly one value, a string, gives that
-    value (a traced function's only argument); anything else gives "".
-    """
-    if isinstance(inputs, str):
-        return inputs
-    if not isinstance(inputs, dict):
-        return ""
-    for key in _QUESTION_KEYS:
-        value = inputs.get(key)
-        if isinstance(value, str):
-            return value
-    values = list(inputs.values())
-    if len(values) == 1 and isinstance(values[0], str):
-        return values[0]
-    return ""
-
-
 class _Marker:
     """A sentinel, distinct from every JSON value."""
 
 
 _UNPARSED: Final = _Marker()
 _CUT: Final = _Marker()
-
-
-def answer_from_output(output: object) -> str | dict[str, object] | None:
-    """The answer in a chain's output: a string, or an object's ``answer`` string or object."""
-    if isinstance(output, str):
-        return output
-    if isinstance(output, dict):
-        answer = output.get("answer")
-        if isinstance(answer, str):
-            return answer
-        if isinstance(answer, dict):
-            return answer
-    return None
 
 
 def _last_model_span(spans: list[_Span]) -> _Span | None:
@@ -618,21 +438,3 @@ def _prompt(span: _Span) -> str:
     if isinstance(arguments, dict) and isinstance(arguments.get("context_str"), str):
         parts.append(str(arguments["context_str"]))
     return "\n".join(parts)
-
-
-def message_texts(messages: object) -> list[str]:
-    """The text of each chat message: a ``content`` string, or its text parts."""
-    if not isinstance(messages, list):
-        return []
-    texts: list[str] = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            texts.extend(
-                part["text"]
-                for part in content
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-            )
-    return texts

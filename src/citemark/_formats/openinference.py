@@ -44,7 +44,9 @@ built from the spans' attributes:
 A row is un-assessed, never resolved against a guess, when the trace holds no
 retrieved documents (``no_retrieval_recorded``); more than one distinct document
 list, unless the answering prompt holds every document of exactly one of them
-(``several_retrievals``); a list with a gap in its ``{i}`` indexes, documents whose
+(``several_retrievals``); a list with a gap in its ``{i}`` indexes or a key under its
+prefix whose ``{i}`` is not a canonical ASCII index (``0`` or ``[1-9][0-9]*``, at most
+nine digits: not ``01``, not a Unicode digit), documents whose
 leading attributes were evicted (the SDK's 128-attribute limit drops the oldest
 first), dropped attributes it cannot rule out, or a ``document.content`` shorter
 than the same document in ``output.value`` or as long as a value-length limit the
@@ -82,7 +84,17 @@ if TYPE_CHECKING:
 
     from citemark._formats._base import Reader
 
-__all__ = ["MAX_CLOSED_TRACES", "MAX_OPEN_SPANS", "MAX_OPEN_TRACES", "read"]
+__all__ = [
+    "MAX_CLOSED_TRACES",
+    "MAX_OPEN_SPANS",
+    "MAX_OPEN_TRACES",
+    "Bad",
+    "Span",
+    "TraceRow",
+    "assess_trace",
+    "bare_row",
+    "read",
+]
 
 MAX_OPEN_TRACES: Final = 1_000
 """The most traces held open (waiting for their root span) at once."""
@@ -101,7 +113,12 @@ _DOCUMENT_PREFIXES: Final = {
     "RETRIEVER": "retrieval.documents.",
     "RERANKER": "reranker.output_documents.",
 }
-_DOCUMENT_KEY: Final = re.compile(r"(\d{1,9})\.document\.(content|id|score|metadata)")
+# A document's index: canonical ASCII decimal (no sign, no leading zero, no Unicode
+# digit), at most 9 digits; then its field. A key under the prefix whose index is not
+# one (``01``, an Arabic-Indic digit, twenty digits) leaves the list un-assessed, never dropped.
+_DOCUMENT_INDEX: Final = re.compile(r"(0|[1-9][0-9]{0,8})\.", re.ASCII)
+_DOCUMENT_FIELDS: Final = frozenset({"content", "id", "score", "metadata"})
+_DOCUMENT_FIELD_PREFIX: Final = "document."
 _QUESTION_KEYS: Final = ("question", "input", "query")
 _OUTPUT_CONTENT: Final = "llm.output_messages.0.message.content"
 _OUTPUT_PARTS: Final = re.compile(
@@ -202,12 +219,16 @@ class _Value(NamedTuple):
     value: object
 
 
-class _Bad(NamedTuple):
+class Bad(NamedTuple):
+    """A record or span that is not readable (the Phoenix reader makes them too)."""
+
     line: int
+    """The 1-based line the record starts on (0 when it is not a line's)."""
     reason: str
+    """A structural sentence that quotes nothing of the input."""
 
 
-def _json_values(handle: BinaryIO) -> Iterator[_Value | _Bad]:
+def _json_values(handle: BinaryIO) -> Iterator[_Value | Bad]:
     """Every top-level JSON value in the file, whether one per line or spread over lines."""
     scanner = _Scanner()
     number = 0
@@ -216,11 +237,11 @@ def _json_values(handle: BinaryIO) -> Iterator[_Value | _Bad]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             scanner.lose()
-            yield _Bad(number, f"line {number} is not UTF-8")
+            yield Bad(number, f"line {number} is not UTF-8")
             continue
         yield from scanner.feed(number, text)
     if scanner.open_since is not None:
-        yield _Bad(
+        yield Bad(
             scanner.open_since, f"the record starting at line {scanner.open_since} is cut off"
         )
 
@@ -247,7 +268,7 @@ class _Scanner:
         self.reset()
         self._resync = True
 
-    def feed(self, number: int, text: str) -> Iterator[_Value | _Bad]:
+    def feed(self, number: int, text: str) -> Iterator[_Value | Bad]:
         if self._resync:
             if not text.startswith(("{", "[")):
                 return
@@ -264,7 +285,7 @@ class _Scanner:
                 if start is None:
                     return
                 if text[start.start()] not in "{[":
-                    yield _Bad(number, f"line {number} is not a JSON object")
+                    yield Bad(number, f"line {number} is not a JSON object")
                     self.lose()
                     return
                 self.open_since, position = number, start.start()
@@ -272,7 +293,7 @@ class _Scanner:
             end = self._scan(text, position)
             if end is None:
                 if self.open_since is not None and self._depth < 0:
-                    yield _Bad(number, f"the record starting at line {self.open_since} is not JSON")
+                    yield Bad(number, f"the record starting at line {self.open_since} is not JSON")
                     self.lose()
                     return
                 self._parts.append(text[position:])
@@ -283,7 +304,7 @@ class _Scanner:
             self.reset()
             value = _parse(record)
             if isinstance(value, _ParseError):
-                yield _Bad(since, f"the record starting at line {since} is {value.reason}")
+                yield Bad(since, f"the record starting at line {since} is {value.reason}")
             else:
                 yield _Value(since, value)
             position = end
@@ -348,7 +369,9 @@ def _parse(text: str) -> object:
 # --- Spans --------------------------------------------------------------------
 
 
-class _Span(NamedTuple):
+class Span(NamedTuple):
+    """One OpenInference span, however it was written down (OTLP, SDK JSON, Phoenix)."""
+
     trace_id: str
     span_id: str
     parent_id: str | None
@@ -359,7 +382,7 @@ class _Span(NamedTuple):
     """How many attributes the SDK dropped, as OTLP records it (0 when not recorded)."""
 
 
-def _spans_of(item: _Value) -> Iterator[_Span | _Bad]:
+def _spans_of(item: _Value) -> Iterator[Span | Bad]:
     """The spans a top-level JSON value holds: an OTLP request's, or one SDK span."""
     value = item.value
     if isinstance(value, dict):
@@ -370,7 +393,7 @@ def _spans_of(item: _Value) -> Iterator[_Span | _Bad]:
         if "context" in value and "attributes" in value:
             yield _sdk_span(item.line, value)
             return
-    yield _Bad(item.line, f"the record at line {item.line} is neither an OTLP request nor a span")
+    yield Bad(item.line, f"the record at line {item.line} is neither an OTLP request nor a span")
 
 
 def _field(value: Mapping[str, object], camel: str, snake: str) -> object:
@@ -378,10 +401,10 @@ def _field(value: Mapping[str, object], camel: str, snake: str) -> object:
     return value.get(snake) if found is None else found
 
 
-def _otlp_spans(line: int, resource_spans: object) -> Iterator[_Span | _Bad]:
+def _otlp_spans(line: int, resource_spans: object) -> Iterator[Span | Bad]:
     where = f"the OTLP request at line {line}"
     if not isinstance(resource_spans, list):
-        yield _Bad(line, f"{where} has resourceSpans that is not a list")
+        yield Bad(line, f"{where} has resourceSpans that is not a list")
         return
     number = 0
     for resource in resource_spans:
@@ -389,38 +412,38 @@ def _otlp_spans(line: int, resource_spans: object) -> Iterator[_Span | _Bad]:
             _field(resource, "scopeSpans", "scope_spans") if isinstance(resource, dict) else None
         )
         if not isinstance(scopes, list):
-            yield _Bad(line, f"{where} has a resourceSpans entry without a scopeSpans list")
+            yield Bad(line, f"{where} has a resourceSpans entry without a scopeSpans list")
             continue
         for scope in scopes:
             spans = scope.get("spans") if isinstance(scope, dict) else None
             if not isinstance(spans, list):
-                yield _Bad(line, f"{where} has a scopeSpans entry without a spans list")
+                yield Bad(line, f"{where} has a scopeSpans entry without a spans list")
                 continue
             for span in spans:
                 number += 1
                 yield _otlp_span(line, number, span)
 
 
-def _otlp_span(line: int, number: int, value: object) -> _Span | _Bad:
+def _otlp_span(line: int, number: int, value: object) -> Span | Bad:
     where = f"span {number} of the OTLP request at line {line}"
     if not isinstance(value, dict):
-        return _Bad(line, f"{where} is not a JSON object")
+        return Bad(line, f"{where} is not a JSON object")
     trace_id = _otlp_id(_field(value, "traceId", "trace_id"), _TRACE_BYTES)
     span_id = _otlp_id(_field(value, "spanId", "span_id"), _SPAN_BYTES)
     parent = _field(value, "parentSpanId", "parent_span_id")
     parent_id = None if parent in (None, "") else _otlp_id(parent, _SPAN_BYTES)
     if not trace_id:
-        return _Bad(line, f"{where} has no valid trace id")
+        return Bad(line, f"{where} has no valid trace id")
     if not span_id:
-        return _Bad(line, f"{where} has no valid span id")
+        return Bad(line, f"{where} has no valid span id")
     if parent_id == "":
-        return _Bad(line, f"{where} has a parent span id that is not a span id")
+        return Bad(line, f"{where} has a parent span id that is not a span id")
     attributes = _otlp_attributes(_field(value, "attributes", "attributes"))
     if attributes is None:
-        return _Bad(line, f"{where} has attributes that are not a list of key-value pairs")
+        return Bad(line, f"{where} has attributes that are not a list of key-value pairs")
     dropped = _integer(_field(value, "droppedAttributesCount", "dropped_attributes_count"))
     end = _integer(_field(value, "endTimeUnixNano", "end_time_unix_nano"))
-    return _Span(trace_id, span_id, parent_id or None, attributes, end, dropped)
+    return Span(trace_id, span_id, parent_id or None, attributes, end, dropped)
 
 
 def _otlp_id(value: object, size: int) -> str | None:
@@ -504,27 +527,27 @@ def _is_int(text: str) -> bool:
     return digits.isascii() and digits.isdigit()
 
 
-def _sdk_span(line: int, value: Mapping[str, object]) -> _Span | _Bad:
+def _sdk_span(line: int, value: Mapping[str, object]) -> Span | Bad:
     where = f"the span at line {line}"
     context = value.get("context")
     if not isinstance(context, dict):
-        return _Bad(line, f"{where} has no context object")
+        return Bad(line, f"{where} has no context object")
     trace_id = _sdk_id(context.get("trace_id"), _TRACE_BYTES)
     span_id = _sdk_id(context.get("span_id"), _SPAN_BYTES)
     if not trace_id:
-        return _Bad(line, f"{where} has no valid trace id")
+        return Bad(line, f"{where} has no valid trace id")
     if not span_id:
-        return _Bad(line, f"{where} has no valid span id")
+        return Bad(line, f"{where} has no valid span id")
     parent = value.get("parent_id")
     parent_id = None if parent is None else _sdk_id(parent, _SPAN_BYTES)
     if parent_id == "":
-        return _Bad(line, f"{where} has a parent_id that is not a span id")
+        return Bad(line, f"{where} has a parent_id that is not a span id")
     attributes = value.get("attributes")
     if attributes is None:
         attributes = {}
     if not isinstance(attributes, dict):
-        return _Bad(line, f"{where} has attributes that are not an object")
-    return _Span(trace_id, span_id, parent_id, attributes, _iso_nanos(value.get("end_time")), 0)
+        return Bad(line, f"{where} has attributes that are not an object")
+    return Span(trace_id, span_id, parent_id, attributes, _iso_nanos(value.get("end_time")), 0)
 
 
 def _sdk_id(value: object, size: int) -> str | None:
@@ -554,7 +577,7 @@ def _iso_nanos(value: object) -> int:
 
 class _Trace:
     def __init__(self) -> None:
-        self.spans: dict[str, _Span] = {}
+        self.spans: dict[str, Span] = {}
 
 
 class _TraceReader:
@@ -567,20 +590,20 @@ class _TraceReader:
         self._held = 0
         self._emitted = 0
 
-    def read(self, values: Iterable[_Value | _Bad]) -> Iterator[Recorded]:
+    def read(self, values: Iterable[_Value | Bad]) -> Iterator[Recorded]:
         for item in values:
-            if isinstance(item, _Bad):
+            if isinstance(item, Bad):
                 yield self._malformed(item.reason)
                 continue
             for span in _spans_of(item):
-                if isinstance(span, _Bad):
+                if isinstance(span, Bad):
                     yield self._malformed(span.reason)
                 else:
                     yield from self._add(span)
         while self._open:
             yield from self._incomplete_oldest()
 
-    def _add(self, span: _Span) -> Iterator[Recorded]:
+    def _add(self, span: Span) -> Iterator[Recorded]:
         if span.trace_id in self._closed:
             return
         trace = self._open.get(span.trace_id)
@@ -593,7 +616,7 @@ class _TraceReader:
             self._held += 1
         if span.parent_id is None:
             self._close(span.trace_id)
-            row = _assess(span.trace_id, span, trace.spans, self._options)
+            row = assess_trace(span.trace_id, span, trace.spans, self._options)
             if row is not None:
                 yield self._emit(row)
             return
@@ -603,7 +626,7 @@ class _TraceReader:
     def _incomplete_oldest(self) -> Iterator[Recorded]:
         trace_id = next(iter(self._open))
         self._close(trace_id)
-        yield self._emit(_Row(_bare_row(trace_id, "", ""), "trace_incomplete"))
+        yield self._emit(TraceRow(bare_row(trace_id, "", ""), "trace_incomplete"))
 
     def _close(self, trace_id: str) -> None:
         trace = self._open.pop(trace_id, None)
@@ -613,9 +636,9 @@ class _TraceReader:
         while len(self._closed) > MAX_CLOSED_TRACES:
             self._closed.popitem(last=False)
 
-    def _emit(self, row: _Row | _Bad) -> Recorded:
+    def _emit(self, row: TraceRow | Bad) -> Recorded:
         self._emitted += 1
-        if isinstance(row, _Bad):
+        if isinstance(row, Bad):
             return Recorded(line=self._emitted, row=None, malformed=row.reason)
         return Recorded(
             line=self._emitted,
@@ -625,13 +648,15 @@ class _TraceReader:
         )
 
     def _malformed(self, reason: str) -> Recorded:
-        return self._emit(_Bad(0, reason))
+        return self._emit(Bad(0, reason))
 
 
 # --- One trace to one row ------------------------------------------------------
 
 
-class _Row(NamedTuple):
+class TraceRow(NamedTuple):
+    """The row a complete trace reads as, and why it is un-assessed if it is."""
+
     row: dict[str, object]
     unassessed: str | None = None
     from_prompt: bool = False
@@ -657,9 +682,9 @@ class _Answer(NamedTuple):
     """True when the answer is a tool call whose arguments are not a JSON object."""
 
 
-def _assess(
-    trace_id: str, root: _Span, spans: Mapping[str, _Span], options: ReadOptions
-) -> _Row | _Bad | None:
+def assess_trace(
+    trace_id: str, root: Span, spans: Mapping[str, Span], options: ReadOptions
+) -> TraceRow | Bad | None:
     """The row of a complete trace, or None when the trace is not a RAG run at all."""
     question = _question(root)
     call = _answering_call(spans)
@@ -668,35 +693,36 @@ def _assess(
     if answer.value is None and not answer.unparsed:
         if not lists:
             return None
-        return _Bad(0, f"trace {trace_id} has no LLM span that records an answer")
+        return Bad(0, f"trace {trace_id} has no LLM span that records an answer")
     text = answer.value if answer.value is not None else ""
     if answer.unparsed:
-        return _Row(_bare_row(trace_id, question, text), "structured_output_not_parsed")
+        return TraceRow(bare_row(trace_id, question, text), "structured_output_not_parsed")
     prompt = _prompt_text(call or ())
     chosen = _choose_list(lists, prompt)
     if isinstance(chosen, str):
-        return _Row(_bare_row(trace_id, question, text), chosen)
+        return TraceRow(bare_row(trace_id, question, text), chosen)
     if chosen.truncated or _cut_by_value_limit(chosen, spans.values()):
-        return _Row(_bare_row(trace_id, question, text), "sources_truncated")
+        return TraceRow(bare_row(trace_id, question, text), "sources_truncated")
     evidence = _PromptEvidence(prompt, chosen.docs)
     if evidence.contradicted:
-        return _Row(_bare_row(trace_id, question, text), "source_order_not_recorded")
-    row = _bare_row(trace_id, question, text)
+        return TraceRow(bare_row(trace_id, question, text), "source_order_not_recorded")
+    row = bare_row(trace_id, question, text)
     row["sources"] = [_source(index, doc) for index, doc in enumerate(chosen.docs)]
     if options.index_base is not None:
         row["index_base"] = options.index_base
-        return _Row(row)
+        return TraceRow(row)
     if evidence.base is not None:
         row["index_base"] = evidence.base
-        return _Row(row, from_prompt=True)
-    return _Row(row)
+        return TraceRow(row, from_prompt=True)
+    return TraceRow(row)
 
 
-def _bare_row(trace_id: str, question: str, answer: str | dict[str, object]) -> dict[str, object]:
+def bare_row(trace_id: str, question: str, answer: str | dict[str, object]) -> dict[str, object]:
+    """A trace's row without sources, as an un-assessed row carries it."""
     return {"id": trace_id, "question": question, "answer": answer, "sources": []}
 
 
-def _question(root: _Span) -> str:
+def _question(root: Span) -> str:
     value = root.attributes.get("input.value")
     if not isinstance(value, str):
         return ""
@@ -716,18 +742,18 @@ def _question(root: _Span) -> str:
     return value
 
 
-def _kind(span: _Span) -> str:
+def _kind(span: Span) -> str:
     kind = span.attributes.get(_KIND)
     return kind.upper() if isinstance(kind, str) else ""
 
 
-def _answering_call(spans: Mapping[str, _Span]) -> tuple[_Span, ...] | None:
+def _answering_call(spans: Mapping[str, Span]) -> tuple[Span, ...] | None:
     """The spans of the last LLM call to end that records an answer: the outermost first."""
-    calls: dict[str, list[_Span]] = {}
+    calls: dict[str, list[Span]] = {}
     for span in spans.values():
         if _kind(span) == "LLM":
             calls.setdefault(_outermost_llm(span, spans).span_id, []).append(span)
-    answering: list[tuple[int, int, tuple[_Span, ...]]] = []
+    answering: list[tuple[int, int, tuple[Span, ...]]] = []
     for order, (outer_id, members) in enumerate(calls.items()):
         outer = spans[outer_id]
         ordered = (outer, *(span for span in members if span is not outer))
@@ -738,7 +764,7 @@ def _answering_call(spans: Mapping[str, _Span]) -> tuple[_Span, ...] | None:
     return max(answering)[2]
 
 
-def _outermost_llm(span: _Span, spans: Mapping[str, _Span]) -> _Span:
+def _outermost_llm(span: Span, spans: Mapping[str, Span]) -> Span:
     outer, seen = span, {span.span_id}
     current = span
     while current.parent_id is not None and current.parent_id not in seen:
@@ -752,7 +778,7 @@ def _outermost_llm(span: _Span, spans: Mapping[str, _Span]) -> _Span:
     return outer
 
 
-def _answer_of(call: Sequence[_Span]) -> _Answer:
+def _answer_of(call: Sequence[Span]) -> _Answer:
     for span in call:
         answer = _answer_of_span(span)
         if answer is not None:
@@ -760,7 +786,7 @@ def _answer_of(call: Sequence[_Span]) -> _Answer:
     return _Answer(None)
 
 
-def _answer_of_span(span: _Span) -> _Answer | None:
+def _answer_of_span(span: Span) -> _Answer | None:
     attributes = span.attributes
     content = attributes.get(_OUTPUT_CONTENT)
     if isinstance(content, str) and content:
@@ -802,7 +828,7 @@ def _indexed_texts(attributes: Mapping[str, object], pattern: re.Pattern[str]) -
     return [text for _, text in sorted(found)]
 
 
-def _prompt_text(call: Sequence[_Span]) -> str:
+def _prompt_text(call: Sequence[Span]) -> str:
     """Everything the answering call recorded as its prompt, joined by line breaks."""
     texts: list[str] = []
     for span in call:
@@ -819,7 +845,7 @@ def _prompt_text(call: Sequence[_Span]) -> str:
 # --- Documents -----------------------------------------------------------------
 
 
-def _document_lists(spans: Iterable[_Span]) -> list[_DocList]:
+def _document_lists(spans: Iterable[Span]) -> list[_DocList]:
     """The distinct document lists of the trace's RETRIEVER and RERANKER spans, in span order."""
     lists: list[_DocList] = []
     for span in spans:
@@ -832,19 +858,26 @@ def _document_lists(spans: Iterable[_Span]) -> list[_DocList]:
     return lists
 
 
-def _documents(span: _Span, prefix: str) -> _DocList | None:
+def _documents(span: Span, prefix: str) -> _DocList | None:
     """The span's documents in index order; None when it records none."""
     by_index: dict[int, dict[str, object]] = {}
+    unplaced = False
     for key, value in span.attributes.items():
         if not key.startswith(prefix):
             continue
-        match = _DOCUMENT_KEY.fullmatch(key, len(prefix))
-        if match:
-            by_index.setdefault(int(match.group(1)), {})[match.group(2)] = value
+        match = _DOCUMENT_INDEX.match(key, len(prefix))
+        if match is None:
+            unplaced = True
+            continue
+        field = key[match.end() :]
+        if field.startswith(_DOCUMENT_FIELD_PREFIX):
+            name = field[len(_DOCUMENT_FIELD_PREFIX) :]
+            if name in _DOCUMENT_FIELDS:
+                by_index.setdefault(int(match.group(1)), {})[name] = value
     if not by_index:
-        return None
+        return _DocList((), truncated=True) if unplaced else None
     indexes = sorted(by_index)
-    truncated = indexes != list(range(len(indexes)))
+    truncated = unplaced or indexes != list(range(len(indexes)))
     docs: list[_Doc] = []
     for index in indexes:
         doc = _document(by_index[index])
@@ -895,7 +928,7 @@ def _front_evicted(docs: Sequence[_Doc]) -> bool:
     return any(field not in first for field in leading)
 
 
-def _listing(span: _Span) -> list[Mapping[str, object]] | None:
+def _listing(span: Span) -> list[Mapping[str, object]] | None:
     """LangChain's copy of the documents in the retriever's ``output.value``, when it has one."""
     output = span.attributes.get("output.value")
     if not isinstance(output, str) or span.attributes.get("output.mime_type") != _JSON_MIME:
@@ -935,7 +968,7 @@ def _match_listing(
     return (matched if verified else docs), truncated, verified
 
 
-def _cut_by_value_limit(chosen: _DocList, spans: Iterable[_Span]) -> bool:
+def _cut_by_value_limit(chosen: _DocList, spans: Iterable[Span]) -> bool:
     """Whether a value-length limit the trace shows could have cut a document.
 
     A JSON value cut by ``max_attribute_length`` no longer parses, and its length is

@@ -42,11 +42,11 @@ from citemark._errors import CitemarkError
 from citemark._formats._base import Recorded
 from citemark._formats.openinference import (
     MAX_OPEN_SPANS,
-    _assess,
-    _Bad,
-    _bare_row,
-    _Row,
-    _Span,
+    Bad,
+    Span,
+    TraceRow,
+    assess_trace,
+    bare_row,
 )
 
 if TYPE_CHECKING:
@@ -137,14 +137,14 @@ class _Traces:
     def __init__(self, options: ReadOptions, last_rows: Mapping[str, int]) -> None:
         self._options = options
         self._last_rows = last_rows
-        self._open: OrderedDict[str, dict[str, _Span]] = OrderedDict()
+        self._open: OrderedDict[str, dict[str, Span]] = OrderedDict()
         self._held = 0
         self._emitted = 0
 
     def read(self, rows: Iterator[dict[str, Any]]) -> Iterator[Recorded]:
         for number, row in enumerate(rows):
             span = _span(number + 1, row)
-            if isinstance(span, _Bad):
+            if isinstance(span, Bad):
                 yield self._emit(span)
                 continue
             spans = self._open.setdefault(span.trace_id, {})
@@ -163,15 +163,15 @@ class _Traces:
         self._held -= len(spans)
         roots = [span for span in spans.values() if span.parent_id is None]
         if incomplete or len(roots) != 1:
-            yield self._emit(_Row(_bare_row(trace_id, "", ""), "trace_incomplete"))
+            yield self._emit(TraceRow(bare_row(trace_id, "", ""), "trace_incomplete"))
             return
-        row = _assess(trace_id, roots[0], spans, self._options)
+        row = assess_trace(trace_id, roots[0], spans, self._options)
         if row is not None:
             yield self._emit(row)
 
-    def _emit(self, row: _Row | _Bad) -> Recorded:
+    def _emit(self, row: TraceRow | Bad) -> Recorded:
         self._emitted += 1
-        if isinstance(row, _Bad):
+        if isinstance(row, Bad):
             return Recorded(line=self._emitted, row=None, malformed=row.reason)
         return Recorded(
             line=self._emitted,
@@ -181,13 +181,13 @@ class _Traces:
         )
 
 
-def _span(number: int, row: Mapping[str, Any]) -> _Span | _Bad:
+def _span(number: int, row: Mapping[str, Any]) -> Span | Bad:
     """One table row as the OpenInference span it was, attributes flattened back."""
     trace_id, span_id = row.get(_TRACE_ID), row.get(_SPAN_ID)
     if not isinstance(trace_id, str) or not trace_id:
-        return _Bad(0, f"span row {number} of the table has no trace id")
+        return Bad(0, f"span row {number} of the table has no trace id")
     if not isinstance(span_id, str) or not span_id:
-        return _Bad(0, f"span row {number} of the table has no span id")
+        return Bad(0, f"span row {number} of the table has no span id")
     parent = row.get(_PARENT_ID)
     attributes: dict[str, object] = {}
     for column, value in row.items():
@@ -196,7 +196,7 @@ def _span(number: int, row: Mapping[str, Any]) -> _Span | _Bad:
     kind = row.get(_SPAN_KIND)
     if _KIND_KEY not in attributes and isinstance(kind, str):
         attributes[_KIND_KEY] = kind
-    return _Span(
+    return Span(
         trace_id.lower(),
         span_id.lower(),
         parent.lower() if isinstance(parent, str) and parent else None,

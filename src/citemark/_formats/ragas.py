@@ -26,33 +26,28 @@ not read.
 
 CSV list cells are parsed as Python literals only after their syntax tree is
 checked to be one list of string (or integer) constants: nothing is evaluated. A
-reason for a malformed line names the Ragas field at fault, never a value.
+reason for a malformed line names the Ragas field at fault, never a value. CSV
+quoting is read strictly (`citemark._formats._common.csv_records`): a quoted cell
+with text after its closing quote is one malformed record, and a quoted cell that is
+never closed ends the file with a malformed record that says how many lines it
+swallowed, instead of reading them as one cell.
 """
 
 from __future__ import annotations
 
 import ast
-import csv
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from citemark._formats._base import Recorded
-from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._formats._common import csv_records, json_lines, text_lines
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Iterator, Mapping
     from typing import BinaryIO
 
     from citemark._formats._base import ReadOptions
 
 __all__ = ["read"]
-
-# The malformed-line reason for each StrictJSONError kind, as the native reader words it.
-_STRICT_JSON_REASONS: Final = {
-    "duplicate key": "not strict JSON: an object gives a key twice",
-    "non-finite number": "not strict JSON: it holds NaN or Infinity",
-    "nesting too deep": "not valid JSON: nested too deep",
-}
-_CSV_FIELD_LIMIT: Final = 2**31 - 1
 
 
 def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
@@ -79,78 +74,7 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         yield _recorded(number, record, options, from_csv=True)
 
 
-# --- Line and record helpers (the DeepEval reader uses them too) ---------------------
-
-
-def text_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:
-    """The file's lines from its first non-blank one, as ``(1-based number, text)``.
-
-    Each line is decoded as UTF-8 (a byte-order mark on the first line is dropped)
-    and keeps its line break; a line that is not UTF-8 is given as None.
-    """
-    started = False
-    for number, raw in enumerate(handle, start=1):
-        try:
-            text: str | None = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if not started and text is not None and not text.strip():
-            continue
-        started = True
-        yield number, text
-
-
-def json_lines(
-    lines: Iterable[tuple[int, str | None]],
-) -> Iterator[tuple[int, Mapping[str, object] | str]]:
-    """Each non-blank line parsed as a strict JSON object, or the reason it is not one."""
-    for number, text in lines:
-        if text is None:
-            yield number, "not UTF-8 text"
-            continue
-        if not text.strip():
-            continue
-        try:
-            value = loads_strict(text, max_bytes=None)
-        except StrictJSONError as exc:
-            yield number, _STRICT_JSON_REASONS.get(exc.kind, "not valid JSON")
-            continue
-        yield number, value if isinstance(value, dict) else "not a JSON object"
-
-
-def csv_records(lines: Iterable[str | None]) -> Iterator[tuple[int, Mapping[str, object] | str]]:
-    """Each CSV record after the header as ``(1-based position, {column: cell})``, or a reason.
-
-    An empty cell is left out of its record (CSV cannot tell it from a missing
-    value). A record with another number of cells than the header has columns is
-    given as a reason; a line that is not UTF-8, or quoting the csv module cannot
-    split, ends the file with a reason, since the records after it cannot be found.
-    """
-    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
-        # A retrieved context is often longer than the csv module's default 128 KiB cap.
-        csv.field_size_limit(_CSV_FIELD_LIMIT)
-    reader = csv.reader(_utf8_only(lines))
-    header: Sequence[str] | None = None
-    position = 0
-    while True:
-        try:
-            cells = next(reader, None)
-        except (csv.Error, _NotUTF8Error) as exc:
-            reason = "not UTF-8 text" if isinstance(exc, _NotUTF8Error) else "not valid CSV"
-            yield position + 1, reason
-            return
-        if cells is None:
-            return
-        if header is None:
-            header = cells
-            continue
-        if not cells:
-            continue
-        position += 1
-        if len(cells) != len(header):
-            yield position, f"CSV record has {len(cells)} fields for {len(header)} columns"
-        else:
-            yield position, {name: cell for name, cell in zip(header, cells, strict=True) if cell}
+# --- CSV list cells ---------------------------------------------------------------
 
 
 def repr_list(text: str) -> list[str | int] | None:
@@ -174,17 +98,6 @@ def repr_list(text: str) -> list[str | int] | None:
             return None
         items.append(item.value)
     return items
-
-
-class _NotUTF8Error(ValueError):
-    """A CSV line is not UTF-8."""
-
-
-def _utf8_only(lines: Iterable[str | None]) -> Iterator[str]:
-    for text in lines:
-        if text is None:
-            raise _NotUTF8Error
-        yield text
 
 
 def _chain(
