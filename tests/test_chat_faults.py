@@ -32,6 +32,7 @@ OK_BODY = json.dumps({"choices": [{"message": {"role": "assistant", "content": "
 BOMB_DECODED = 64 * 1024 * 1024
 BOMB = gzip.compress(b"\0" * BOMB_DECODED, compresslevel=9)
 CAP = 1024 * 1024
+ERROR_BODY = json.dumps({"error": {"message": PROMPT, "code": "context_length_exceeded"}}).encode()
 
 
 class Hostile(ThreadingHTTPServer):
@@ -98,6 +99,25 @@ class HostileHandler(BaseHTTPRequestHandler):
     def serve_gzip_ok(self) -> None:
         body = gzip.compress(OK_BODY)
         self.send_response(200)
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def serve_error_bomb(self) -> None:
+        """A 400 whose gzip body inflates to 64 MiB (issue 26, item 8)."""
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(BOMB)))
+        self.end_headers()
+        self.wfile.write(BOMB)
+
+    def serve_error_gzip(self) -> None:
+        """A 400 with a small gzip OpenAI error body: its code is still read."""
+        body = gzip.compress(ERROR_BODY)
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -233,6 +253,52 @@ class TestDecodedSize:
                 return len(response.content)
 
         assert asyncio.run(naive()) > 8 * CAP
+
+    def test_an_error_body_bomb_is_read_in_bounded_memory(self, hostile):
+        """Issue 26: a 400 whose body inflates to 64 MiB costs well under 1 MiB to refuse.
+
+        Only its first 16 KiB of decoded text is looked at for a provider code; past
+        that there is none, and nothing more is inflated. A first call, to a small
+        error body, does the lazy imports, so the peak counts only the call itself.
+        """
+        fail(OpenAIChat(url(hostile, "error-gzip"), MODEL))
+        tracemalloc.start()
+        try:
+            error = fail(OpenAIChat(url(hostile, "error-bomb"), MODEL))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+
+        assert ("http_status", 400, None) == (error.reason, error.status, error.provider_code)
+        assert peak < CAP, peak
+
+    def test_naive_error_body_read_inflates_a_whole_chunk(self, hostile):
+        """The naive variant: httpx's decoded stream, stopped at 16 KiB, still peaks past 8 MiB."""
+
+        async def naive() -> int:
+            async with httpx.AsyncClient() as client:
+                request = client.build_request("POST", url(hostile, "error-bomb") + "/x")
+                response = await client.send(request, stream=True)
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > 16 * 1024:
+                        break
+                await response.aclose()
+                return len(body)
+
+        tracemalloc.start()
+        try:
+            asyncio.run(naive())
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak > 8 * CAP
+
+    def test_a_gzip_error_body_keeps_its_code(self, hostile):
+        error = fail(OpenAIChat(url(hostile, "error-gzip"), MODEL), PROMPT)
+        assert ("http_status", "context_length_exceeded") == (error.reason, error.provider_code)
+        assert PROMPT not in reachable_texts(error)
 
     def test_endless_chunked_body_is_refused_at_the_cap(self, hostile):
         started = time.monotonic()

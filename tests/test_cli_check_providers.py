@@ -313,6 +313,15 @@ class TestRowShape:
         bad = anthropic_row("a")
         bad["documents"] = [{"id": "tea", "text": TEA}, {"doc_id": "tea", "text": CANARY}]
         cases.append((bad, "two documents share one"))
+        bad = anthropic_row("a")
+        bad["provider_response"]["content"][1]["text"] = 5
+        cases.append((bad, "provider_response is not of the documented shape: content[1].text"))
+        bad = anthropic_row("a")
+        bad["documents"] = [
+            {"id": "tea", "text": TEA},
+            {"id": "tea-2", "provider_id": "tea", "text": CANARY},
+        ]
+        cases.append((bad, "documents 1 and 2 share one provider reference"))
         for row, expected in cases:
             reason = self.read(row)
             assert isinstance(reason, str)
@@ -325,3 +334,21 @@ class TestRowShape:
         value, provider = read_provider_row(row)
         assert value["answer"] == row["answer"]
         assert [v.outcome for v in provider.verifications] == ["verified"]
+
+
+class TestTextThatIsNotAString:
+    def test_a_non_string_answer_is_a_malformed_line(self, tmp_path):
+        """Issue 26: an answer text of a list is refused, not graded as its str()."""
+        good = anthropic_row("a-ok")
+        broken = anthropic_row("a-list")
+        broken["provider_response"]["content"][1]["text"] = [CANARY]
+        code, out, console = check(tmp_path, [good, broken])
+        assert code == 0
+        assert CANARY not in console
+        summary = json.loads((out / "report.json").read_text())["check"]
+        assert summary["malformed"] == 1
+        assert summary["malformed_lines"][0]["reason"] == (
+            "provider_response is not of the documented shape: content[1].text is not a string"
+        )
+        records = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+        assert ["a-ok"] == [record["id"] for record in records if "id" in record]

@@ -24,6 +24,7 @@ from google.genai import types as genai_types
 from provider_server import ProviderServer
 
 from citemark.providers import (
+    ProviderResponseError,
     SentDocument,
     UnsentDocumentError,
     accumulate_anthropic_stream,
@@ -161,6 +162,22 @@ class TestAnthropic:
             info.value.sent_count,
         )
         assert SENTENCE not in str(info.value)
+
+    @pytest.mark.parametrize("text", [5, ["CANARY-sdk-26"], {"t": "CANARY-sdk-26"}, True, None])
+    def test_a_text_block_whose_text_is_not_a_string_is_refused(self, text):
+        """Issue 26: the SDK keeps what the server sent; citemark refuses it, quietly.
+
+        The naive parse gave the ``str()`` as the answer (``None`` as ""), and dumping the
+        SDK object warned with the value quoted (pydantic's serializer warning).
+        """
+        reply = anthropic_message(char_location(S, E))
+        reply["content"][1]["text"] = text
+        message = anthropic_create(reply)
+        assert text == message.content[1].text  # the SDK did not refuse it
+        with pytest.raises(ProviderResponseError) as info:
+            check_provider_response("anthropic", message, DOCS)
+        assert "content[1].text is not a string" == info.value.reason
+        assert "CANARY" not in str(info.value)
 
     def test_the_sdk_object_and_its_json_parse_alike(self):
         reply = anthropic_message(char_location(S, E))
@@ -441,6 +458,16 @@ class TestOpenAIResponses:
             check_provider_response("openai-responses", openai_responses_create(reply), OPENAI_DOCS)
         assert (0, 1) == (info.value.citation_index, info.value.unsent_count)
         assert "file-other" not in str(info.value)
+
+    def test_output_text_that_is_not_a_string_is_refused(self):
+        """Issue 26: an ``output_text`` part holding a list is not read as its str()."""
+        reply = openai_response(url_citation(LINK_AT, LINK_AT + len(LINK)))
+        reply["output"][1]["content"][0]["text"] = ["CANARY-sdk-26"]
+        response = openai_responses_create(reply)
+        with pytest.raises(ProviderResponseError) as info:
+            check_provider_response("openai-responses", response, OPENAI_DOCS)
+        assert "openai-responses" == info.value.provider
+        assert "CANARY" not in str(info.value)
 
 
 CHAT_TEXT = "Tokyo 東京 👍🏽: " + LINK

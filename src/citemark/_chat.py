@@ -587,24 +587,23 @@ def _lacks_v1(url: httpx.URL) -> bool:
 async def _provider_error_code(response: httpx.Response) -> str | None:
     """The machine code of an OpenAI-style error body, or None; never its message.
 
-    Reads at most ``_ERROR_BODY_LIMIT`` bytes: a longer body, one that does not
-    arrive, or one that is not a JSON object with ``error.code`` or ``error.type``
-    matching ``^[a-z0-9_.-]{1,64}$`` gives None. ``code`` is preferred over
-    ``type``: it is the more specific (``context_length_exceeded`` against
+    Reads at most ``_ERROR_BODY_LIMIT`` bytes of decoded text, inflated in the same
+    bounded steps as a reply (`_decode_bounded`), so a compressed error body costs
+    no more than that to refuse. A longer body, one that does not arrive or decode,
+    or one that is not a JSON object with ``error.code`` or ``error.type`` matching
+    ``^[a-z0-9_.-]{1,64}$`` gives None. ``code`` is preferred over ``type``: it is
+    the more specific (``context_length_exceeded`` against
     ``invalid_request_error``). Nothing raised while reading is kept, not even as a
     context: the error is raised by the caller after this returns.
     """
-    body = bytearray()
     try:
-        # Decoded chunk by chunk, so a compressed body is bounded after decoding too.
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > _ERROR_BODY_LIMIT:
-                return None
+        body, refusal = await _decode_bounded(response, _ERROR_BODY_LIMIT)
     except (httpx.HTTPError, httpx.StreamError):
         return None
+    if refusal is not None:
+        return None
     try:
-        envelope = json.loads(bytes(body))
+        envelope = json.loads(body)
     except (ValueError, RecursionError):
         return None
     return _error_code_in(envelope)
@@ -625,43 +624,49 @@ def _error_code_in(envelope: object) -> str | None:
 async def _read_bounded(response: httpx.Response, max_bytes: int, model: str) -> bytes:
     """The body of ``response`` decoded, refused as soon as it passes ``max_bytes``.
 
+    See `_decode_bounded`; a refusal is raised here, outside any handler.
+    """
+    body, refusal = await _decode_bounded(response, max_bytes)
+    if refusal is not None:
+        raise _refused_body(model, response.status_code, refusal)
+    return body
+
+
+async def _decode_bounded(response: httpx.Response, max_bytes: int) -> tuple[bytes, str | None]:
+    """The body of ``response`` decoded, or why not: a key of `_BODY_REFUSALS`.
+
     Reads the raw bytes and decodes them here, a chunk at a time, with zlib's
-    ``max_length``: no chunk ever inflates past what is left of the cap, so a gzip
-    bomb costs at most the cap in memory. httpx's own decoders inflate each chunk
-    whole before anything could count it.
+    ``max_length``: no chunk ever inflates past what is left of ``max_bytes``, so a
+    gzip bomb costs at most that in memory, and reading stops as soon as the decoded
+    body passes it. httpx's own decoders inflate each chunk whole before anything
+    could count it. httpx's transport errors propagate to the caller.
     """
     if response.is_stream_consumed:
         # A transport that hands over a body already read and decoded (httpx's
         # MockTransport does): it is in memory already, and only its size is checked.
         content = response.content
-        if len(content) > max_bytes:
-            raise _refused_body(model, response.status_code, "reply_too_large")
-        return content
+        return (b"", "reply_too_large") if len(content) > max_bytes else (content, None)
     decoders = _decoders(response.headers.get("content-encoding", ""))
     if decoders is None:
-        raise _refused_body(model, response.status_code, "transport")
+        return b"", "transport"
     parts: list[bytes] = []
     size = 0
-    failed = False
     async for raw in response.aiter_raw():
         data = raw
         try:
             for decoder in decoders:
                 data = decoder.feed(data, max_bytes - size)
         except zlib.error:
-            failed = True
+            return b"", "transport"
         except _TooLargeError:
-            data = b""
-            size = max_bytes + 1
-        if failed:
-            break
+            return b"", "reply_too_large"
         size += len(data)
         if size > max_bytes:
-            raise _refused_body(model, response.status_code, "reply_too_large")
+            return b"", "reply_too_large"
         parts.append(data)
-    if failed or not all(decoder.complete() for decoder in decoders):
-        raise _refused_body(model, response.status_code, "transport")
-    return b"".join(parts)
+    if not all(decoder.complete() for decoder in decoders):
+        return b"", "transport"
+    return b"".join(parts), None
 
 
 class _TooLargeError(Exception):

@@ -110,9 +110,6 @@ def read_provider_row(value: Mapping[str, Any]) -> tuple[dict[str, Any], Provide
     except ProviderResponseError as exc:
         msg = f"provider_response is not of the documented shape: {exc.reason}"
         raise ProviderRowError(msg) from None
-    except ValueError:
-        msg = "two documents share one provider reference; each must be unique"
-        raise ProviderRowError(msg) from None
     except Exception as exc:  # noqa: BLE001 - a bad response must not stop the check
         msg = f"provider_response could not be read ({type(exc).__name__})"
         raise ProviderRowError(msg) from None
@@ -157,7 +154,21 @@ def _documents(value: object) -> tuple[SentDocument, ...]:
     if len(set(ids)) != len(ids):
         msg = "two documents share one doc_id; each must be unique"
         raise ProviderRowError(msg)
+    _unique_references(documents)
     return tuple(documents)
+
+
+def _unique_references(documents: list[SentDocument]) -> None:
+    """Refuse two documents a provider names alike (``provider_id``, else ``doc_id``)."""
+    first: dict[str, int] = {}
+    for number, document in enumerate(documents, start=1):
+        seen = first.setdefault(document.reference, number)
+        if seen != number:
+            msg = (
+                f"documents {seen} and {number} share one provider reference "
+                "(provider_id, else doc_id); each must be unique"
+            )
+            raise ProviderRowError(msg)
 
 
 def _document_text(document: SentDocument) -> str:

@@ -3,20 +3,38 @@
 The parsers take a response as a plain JSON ``dict`` or as an official SDK object
 (anything with pydantic's ``model_dump``), read fields by their wire (camelCase)
 or SDK (snake_case) names, and treat ``None`` as absent, since SDK dumps write
-every optional field. Documents are resolved strictly: an index past the list or
-an identity that no sent document has resolves to ``None``, never to a neighbour.
+every optional field. A field that holds text must hold a string: a number, list,
+object or boolean there is a `ProviderResponseError`, never its ``str()``. Documents
+are resolved strictly: an index past the list or an identity that no sent document
+has resolves to ``None``, never to a neighbour, and two sent documents that share a
+``doc_id`` or a provider reference are refused, since a citation of one could not be
+told from a citation of the other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from pydantic import ValidationError
 
 from citemark._errors import OffsetUnitError, ProviderResponseError
 from citemark._providers._model import ResponseSpan, SentDocument
 from citemark._providers._offsets import Unit, to_code_points
+from citemark._validation import describe_validation_error
 
-__all__ = ["Documents", "as_dict", "as_list", "field", "int_field", "make_response_span"]
+__all__ = [
+    "Documents",
+    "as_dict",
+    "as_list",
+    "field",
+    "int_field",
+    "make_response_span",
+    "required_text",
+    "text_field",
+]
+
+_DOCUMENT_FIELDS: Final = frozenset(SentDocument.model_fields)
 
 
 def as_dict(value: object, provider: str, where: str) -> dict[str, Any]:
@@ -25,10 +43,23 @@ def as_dict(value: object, provider: str, where: str) -> dict[str, Any]:
         return dict(value)
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        dumped = dump(mode="json")
+        dumped = _dumped(dump)
         if isinstance(dumped, Mapping):
             return dict(dumped)
     raise ProviderResponseError(provider, f"{where} is not an object")
+
+
+def _dumped(dump: Callable[..., object]) -> object:
+    """An SDK object's JSON dump, without pydantic's serializer warnings.
+
+    A field holding what its type does not allow (an SDK keeps what the server sent)
+    makes pydantic warn with the value quoted: untrusted text in a warning. The
+    parsers refuse such a value themselves, by field name.
+    """
+    try:
+        return dump(mode="json", warnings=False)
+    except TypeError:  # a model_dump without pydantic 2's keyword
+        return dump(mode="json")
 
 
 def field(data: Mapping[str, Any], *names: str) -> Any:  # noqa: ANN401 - JSON value
@@ -61,21 +92,50 @@ def int_field(
     return value
 
 
+def text_field(data: Mapping[str, Any], provider: str, where: str, *names: str) -> str | None:
+    """An optional text field: its string, or ``None`` when absent or ``null``.
+
+    Raises:
+        ProviderResponseError: the field holds something other than a string.
+    """
+    for name in names:
+        value = data.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ProviderResponseError(provider, f"{where}.{name} is not a string")
+        return value
+    return None
+
+
+def required_text(data: Mapping[str, Any], provider: str, where: str, name: str) -> str:
+    """A text field the provider always writes: a string, never absent or ``null``.
+
+    Raises:
+        ProviderResponseError: the field is absent, ``null`` or not a string.
+    """
+    value = data.get(name)
+    if not isinstance(value, str):
+        raise ProviderResponseError(provider, f"{where}.{name} is not a string")
+    return value
+
+
 class Documents:
     """The documents the caller sent, looked up the ways providers name them."""
 
-    def __init__(self, documents: Sequence[SentDocument | Mapping[str, Any]]) -> None:
-        """Index ``documents``; two documents with the same reference are refused."""
-        self.all = tuple(
-            d if isinstance(d, SentDocument) else SentDocument.model_validate(d) for d in documents
-        )
-        self._by_ref: dict[str, SentDocument] = {}
-        for doc in self.all:
-            if doc.reference in self._by_ref:
-                msg = "two sent documents share one provider reference; each must be unique"
-                raise ValueError(msg)
-            self._by_ref[doc.reference] = doc
-        self._by_id = {doc.doc_id: doc for doc in self.all}
+    def __init__(
+        self, documents: Sequence[SentDocument | Mapping[str, Any]], provider: str
+    ) -> None:
+        """Index ``documents``, the sent documents of a ``provider`` response.
+
+        Raises:
+            ProviderResponseError: a document is not a `SentDocument` (nor a mapping
+                that validates as one), or two documents share a ``doc_id`` or a
+                provider reference; the reason names their positions, 1-based.
+        """
+        self.all = tuple(_sent_document(d, provider, n) for n, d in enumerate(documents, 1))
+        self._by_id = _unique(self.all, provider, "doc_id", lambda doc: doc.doc_id)
+        self._by_ref = _unique(self.all, provider, "provider reference", lambda doc: doc.reference)
 
     def by_index(self, index: int, kind: str = "document") -> str | None:
         """The ``doc_id`` of the ``index``-th (0-based) sent document of ``kind``."""
@@ -131,3 +191,32 @@ def make_response_span(  # noqa: PLR0913 - the span's own fields, named at each 
         return ResponseSpan.model_validate(span), "end_before_start"
     base = sum(len(p) for p in parts[:part])
     return ResponseSpan.model_validate({**span, "start": base + start, "end": base + end}), None
+
+
+def _sent_document(
+    document: SentDocument | Mapping[str, Any], provider: str, number: int
+) -> SentDocument:
+    if isinstance(document, SentDocument):
+        return document
+    try:
+        return SentDocument.model_validate(document)
+    except ValidationError as exc:
+        described = describe_validation_error(exc, _DOCUMENT_FIELDS)
+        reason = f"sent document {number} does not fit the SentDocument schema: {described}"
+        raise ProviderResponseError(provider, reason) from None
+
+
+def _unique(
+    documents: Sequence[SentDocument],
+    provider: str,
+    what: str,
+    key: Callable[[SentDocument], str],
+) -> dict[str, SentDocument]:
+    """``documents`` by ``key``; two with one key are a `ProviderResponseError`."""
+    numbers: dict[str, int] = {}
+    for number, doc in enumerate(documents, start=1):
+        first = numbers.setdefault(key(doc), number)
+        if first != number:
+            reason = f"sent documents {first} and {number} share one {what}; each must be unique"
+            raise ProviderResponseError(provider, reason)
+    return {key(doc): doc for doc in documents}

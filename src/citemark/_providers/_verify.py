@@ -90,7 +90,9 @@ def parse_provider_response(
 
     Raises:
         ValueError: ``provider`` is not a name in `PROVIDERS`.
-        ProviderResponseError: the response is not of the provider's documented shape.
+        ProviderResponseError: the response is not of the provider's documented shape
+            (a text field that is not a string included), or ``documents`` cannot be
+            told apart: two share a ``doc_id`` or a provider reference.
     """
     parser = PROVIDERS.get(provider)
     if parser is None:
@@ -111,6 +113,10 @@ def verify_provider_answer(
     over the caller's corpus, say); without one, the documents' inline ``text`` is
     read. It never raises for a bad citation: each outcome is reported.
 
+    Raises:
+        ProviderResponseError: a document is not a `SentDocument`, or two share a
+            ``doc_id`` or a provider reference.
+
     Example:
         ```python
         from citemark.providers import SentDocument, parse_anthropic, verify_provider_answer
@@ -127,7 +133,7 @@ def verify_provider_answer(
         #> mismatch cited_text_differs
         ```
     """
-    docs = Documents(documents)
+    docs = Documents(documents, answer.provider)
     if reader is None:
         reader = MappingReader({d.doc_id: d.text for d in docs.all if d.text is not None})
     return tuple(
@@ -152,7 +158,9 @@ def check_provider_response(
 
     Raises:
         UnsentDocumentError: a citation names a document that is not in ``documents``.
-        ProviderResponseError: the response is not of the provider's documented shape.
+        ProviderResponseError: the response is not of the provider's documented shape
+            (a text field that is not a string included), or ``documents`` cannot be
+            told apart: two share a ``doc_id`` or a provider reference.
         ValueError: ``provider`` is not a name in `PROVIDERS`.
 
     Example:
@@ -198,7 +206,9 @@ def provider_citations_json(
     batch can record the row as a deterministic failure.
 
     Raises:
-        ProviderResponseError: the response is not of the provider's documented shape.
+        ProviderResponseError: the response is not of the provider's documented shape
+            (a text field that is not a string included), or ``documents`` cannot be
+            told apart: two share a ``doc_id`` or a provider reference.
         ValueError: ``provider`` is not a name in `PROVIDERS`.
 
     Example:

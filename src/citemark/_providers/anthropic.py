@@ -19,9 +19,10 @@ from citemark._providers._common import (
     Documents,
     as_dict,
     as_list,
-    field,
     int_field,
     make_response_span,
+    required_text,
+    text_field,
 )
 from citemark._providers._model import ProviderAnswer, ProviderCitation, SentDocument, SourceSpan
 
@@ -76,8 +77,10 @@ def parse_anthropic(
     """Parse an Anthropic Messages response (a ``dict`` or an SDK ``Message``).
 
     Raises:
-        ProviderResponseError: the response has no ``content`` list, a citation is
-            not an object, or its ``type`` is not one of the five citemark knows.
+        ProviderResponseError: the response has no ``content`` list, a text block's
+            ``text`` or a citation's text field (``cited_text``, ``document_title``,
+            ``url``, ``source``) is not a string, a citation is not an object, or its
+            ``type`` is not one of the five citemark knows.
 
     Example:
         ```python
@@ -99,8 +102,11 @@ def parse_anthropic(
         as_dict(b, PROVIDER, "a content block")
         for b in as_list(message["content"], PROVIDER, "content")
     ]
-    parts = tuple(str(field(b, "text") or "") if b.get("type") == "text" else "" for b in blocks)
-    docs = Documents(documents)
+    parts = tuple(
+        required_text(b, PROVIDER, f"content[{n}]", "text") if b.get("type") == "text" else ""
+        for n, b in enumerate(blocks)
+    )
+    docs = Documents(documents, PROVIDER)
     citations: list[ProviderCitation] = []
     for position, block in enumerate(blocks):
         if block.get("type") != "text":
@@ -119,18 +125,16 @@ def _citation(
     kind = raw.get("type")
     where = f"content[{position}].citations[]"
     span, _ = make_response_span(parts, position, 0, len(parts[position]), "code_point")
-    cited_text = field(raw, "cited_text")
-    if cited_text is not None and not isinstance(cited_text, str):
-        raise ProviderResponseError(PROVIDER, f"{where}.cited_text is not a string")
+    cited_text = text_field(raw, PROVIDER, where, "cited_text")
     common: dict[str, Any] = {
         "provider": PROVIDER,
         "location": kind,
         "response_span": span,
-        "title": field(raw, "document_title", "title"),
+        "title": text_field(raw, PROVIDER, where, "document_title", "title"),
         "raw": raw,
     }
     if kind == "web_search_result_location":
-        url = field(raw, "url")
+        url = text_field(raw, PROVIDER, where, "url")
         return ProviderCitation(
             **common,
             document_ref=url,
@@ -158,7 +162,9 @@ def _citation(
         doc_id=docs.by_index(index, doc_kind),
         source_span=source_span,
         cited_text=cited_text,
-        url=field(raw, "source") if kind == "search_result_location" else None,
+        url=text_field(raw, PROVIDER, where, "source")
+        if kind == "search_result_location"
+        else None,
     )
 
 
@@ -171,8 +177,9 @@ def accumulate_anthropic_stream(events: Iterable[object]) -> dict[str, Any]:
 
     Raises:
         ProviderResponseError: a delta names a block that was never started, a
-            ``citations_delta`` arrives for a block that is not text, or no
-            ``message_start`` came first.
+            ``citations_delta`` arrives for a block that is not text, a text block's
+            ``text`` or a ``text_delta``'s is not a string, or no ``message_start``
+            came first.
 
     Example:
         ```python
@@ -230,7 +237,9 @@ def accumulate_anthropic_stream(events: Iterable[object]) -> dict[str, Any]:
 def _apply_delta(block: dict[str, Any], delta: dict[str, Any], number: int) -> None:
     kind = delta.get("type")
     if kind == "text_delta":
-        block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
+        where = f"stream event {number}"
+        text = required_text(block, PROVIDER, f"{where}'s block", "text")
+        block["text"] = text + required_text(delta, PROVIDER, f"{where}.delta", "text")
     elif kind == "citations_delta":
         if block.get("type") != "text":
             reason = f"stream event {number} is a citations_delta for a block that is not text"

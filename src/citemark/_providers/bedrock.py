@@ -24,6 +24,7 @@ from citemark._providers._common import (
     field,
     int_field,
     make_response_span,
+    text_field,
 )
 from citemark._providers._model import ProviderAnswer, ProviderCitation, SentDocument, SourceSpan
 
@@ -46,8 +47,10 @@ def parse_bedrock_converse(
     """Parse a Converse response (the ``dict`` boto3's ``converse`` returns).
 
     Raises:
-        ProviderResponseError: there is no ``output.message.content`` list, or a
-            citation has no location citemark knows.
+        ProviderResponseError: there is no ``output.message.content`` list, a text
+            field (a block's or generated content's ``text``, a citation's ``title``,
+            ``sourceContent`` text or ``web.url``) is not a string, or a citation has
+            no location citemark knows.
 
     Example:
         ```python
@@ -74,21 +77,23 @@ def parse_bedrock_converse(
     ]
     parts: list[str] = []
     cited: list[tuple[int, list[Any]]] = []
-    for block in blocks:
-        if isinstance(field(block, "text"), str):
-            parts.append(block["text"])
+    for number, block in enumerate(blocks):
+        text = text_field(block, PROVIDER, f"content[{number}]", "text")
+        if text is not None:
+            parts.append(text)
         elif isinstance(field(block, "citationsContent"), Mapping):
             inner = block["citationsContent"]
+            where = f"content[{number}].citationsContent.content[]"
             generated = as_list(inner.get("content"), PROVIDER, "citationsContent.content")
             text = "".join(
-                str(field(as_dict(g, PROVIDER, "generated content"), "text") or "")
+                text_field(as_dict(g, PROVIDER, "generated content"), PROVIDER, where, "text") or ""
                 for g in generated
             )
             cited.append((len(parts), as_list(inner.get("citations"), PROVIDER, "citations")))
             parts.append(text)
         else:
             parts.append("")
-    docs = Documents(documents)
+    docs = Documents(documents, PROVIDER)
     citations = [
         _citation(as_dict(raw, PROVIDER, "a citation"), parts, part, docs)
         for part, raws in cited
@@ -102,20 +107,20 @@ def _citation(
 ) -> ProviderCitation:
     span, _ = make_response_span(parts, part, 0, len(parts[part]), "code_point")
     source_texts = [
-        field(as_dict(s, PROVIDER, "sourceContent"), "text")
+        text_field(as_dict(s, PROVIDER, "sourceContent"), PROVIDER, "sourceContent[]", "text")
         for s in as_list(raw.get("sourceContent"), PROVIDER, "sourceContent")
     ]
-    cited_text = "".join(t for t in source_texts if isinstance(t, str)) if source_texts else None
+    cited_text = "".join(t for t in source_texts if t is not None) if source_texts else None
     location = as_dict(raw.get("location") or {}, PROVIDER, "citation.location")
     common: dict[str, Any] = {
         "provider": PROVIDER,
         "response_span": span,
-        "title": field(raw, "title"),
+        "title": text_field(raw, PROVIDER, "citation", "title"),
         "raw": raw,
     }
     web = location.get("web")
     if isinstance(web, Mapping):
-        url = field(web, "url")
+        url = text_field(web, PROVIDER, "citation.location.web", "url")
         return ProviderCitation(
             **common,
             location="web",

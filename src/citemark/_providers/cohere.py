@@ -22,6 +22,8 @@ from citemark._providers._common import (
     field,
     int_field,
     make_response_span,
+    required_text,
+    text_field,
 )
 from citemark._providers._model import ProviderAnswer, ProviderCitation, SentDocument
 
@@ -38,8 +40,10 @@ def parse_cohere(
     """Parse a Cohere v2 chat response (a ``dict`` or an SDK ``V2ChatResponse``).
 
     Raises:
-        ProviderResponseError: the response has no ``message``, or a citation is
-            malformed.
+        ProviderResponseError: the response has no ``message``, a text content
+            item's ``text`` is not a string, or a citation is malformed: its ``text``,
+            a source's ``id`` or ``type``, or an echoed document's text or title is
+            not a string, among others.
 
     Example:
         ```python
@@ -64,45 +68,66 @@ def parse_cohere(
         for c in as_list(message.get("content"), PROVIDER, "message.content")
     ]
     parts = tuple(
-        str(field(item, "text") or "") if item.get("type") == "text" else "" for item in content
+        required_text(item, PROVIDER, f"message.content[{n}]", "text")
+        if item.get("type") == "text"
+        else ""
+        for n, item in enumerate(content)
     )
-    docs = Documents(documents)
+    docs = Documents(documents, PROVIDER)
     citations: list[ProviderCitation] = []
     for number, item in enumerate(as_list(message.get("citations"), PROVIDER, "citations")):
         raw = as_dict(item, PROVIDER, f"citations[{number}]")
         where = f"citations[{number}]"
         part = int_field(raw, PROVIDER, where, "content_index", default=0)
-        text = field(raw, "text")
         span, error = make_response_span(
             parts,
             part,
             int_field(raw, PROVIDER, where, "start"),
             int_field(raw, PROVIDER, where, "end"),
             "code_point",
-            text=text if isinstance(text, str) else None,
+            text=text_field(raw, PROVIDER, where, "text"),
         )
         sources = as_list(raw.get("sources"), PROVIDER, f"{where}.sources")
         if not sources:
             raise ProviderResponseError(PROVIDER, f"{where} has no sources")
         for source_item in sources:
             source = as_dict(source_item, PROVIDER, f"{where}.sources[]")
-            ref = field(source, "id")
-            echoed = field(source, "document", "tool_output")
-            retrieved: tuple[str, ...] = ()
-            if isinstance(echoed, Mapping):
-                found = field(echoed, *_TEXT_FIELDS)
-                retrieved = (found,) if isinstance(found, str) else ()
+            ref = text_field(source, PROVIDER, f"{where}.sources[]", "id")
+            retrieved, title = _echoed(source, f"{where}.sources[]")
             citations.append(
                 ProviderCitation(
                     provider=PROVIDER,
-                    location=str(field(source, "type") or "document"),
+                    location=text_field(source, PROVIDER, f"{where}.sources[]", "type")
+                    or "document",
                     document_ref=ref,
                     doc_id=docs.by_reference(ref),
                     response_span=span,
                     retrieved_texts=retrieved,
-                    title=field(echoed, "title") if isinstance(echoed, Mapping) else None,
+                    title=title,
                     unit_error=error,
                     raw=raw,
                 )
             )
     return ProviderAnswer(provider=PROVIDER, parts=parts, citations=tuple(citations))
+
+
+def _echoed(source: Mapping[str, Any], where: str) -> tuple[tuple[str, ...], str | None]:
+    """The text and title a source echoes: a document's must be strings.
+
+    A ``document`` echo is the document the caller sent, whose fields are text; a
+    ``tool_output`` is whatever the tool returned, so only a string text is taken
+    from it and anything else there is no text, not a malformed response.
+    """
+    document = field(source, "document")
+    if isinstance(document, Mapping):
+        found = text_field(document, PROVIDER, f"{where}.document", *_TEXT_FIELDS)
+        title = text_field(document, PROVIDER, f"{where}.document", "title")
+        return ((found,) if found is not None else ()), title
+    output = field(source, "tool_output")
+    if isinstance(output, Mapping):
+        found, title = field(output, *_TEXT_FIELDS), field(output, "title")
+        return (
+            (found,) if isinstance(found, str) else (),
+            title if isinstance(title, str) else None,
+        )
+    return (), None

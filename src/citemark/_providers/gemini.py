@@ -24,6 +24,7 @@ from citemark._providers._common import (
     field,
     int_field,
     make_response_span,
+    text_field,
 )
 from citemark._providers._model import (
     ProviderAnswer,
@@ -51,7 +52,9 @@ def parse_gemini(
     empty parts, so ``partIndex`` still lines up.
 
     Raises:
-        ProviderResponseError: there is no such candidate, or a support is malformed.
+        ProviderResponseError: there is no such candidate, a part's ``text`` is not
+            a string, or a support or chunk is malformed (a ``segment.text``, URI,
+            title or retrieved text that is not a string included).
 
     Example:
         ```python
@@ -80,7 +83,10 @@ def parse_gemini(
         as_dict(p, PROVIDER, "a part")
         for p in as_list(content.get("parts"), PROVIDER, "content.parts")
     ]
-    parts = tuple("" if p.get("thought") else str(field(p, "text") or "") for p in parts_raw)
+    parts = tuple(
+        "" if p.get("thought") else text_field(p, PROVIDER, f"content.parts[{n}]", "text") or ""
+        for n, p in enumerate(parts_raw)
+    )
     metadata = as_dict(
         field(chosen, "groundingMetadata", "grounding_metadata") or {},
         PROVIDER,
@@ -95,20 +101,20 @@ def parse_gemini(
     supports = as_list(
         field(metadata, "groundingSupports", "grounding_supports"), PROVIDER, "groundingSupports"
     )
-    docs = Documents(documents)
+    docs = Documents(documents, PROVIDER)
     citations: list[ProviderCitation] = []
     for number, item in enumerate(supports):
         where = f"groundingSupports[{number}]"
         support = as_dict(item, PROVIDER, where)
         segment = as_dict(field(support, "segment") or {}, PROVIDER, f"{where}.segment")
-        text = field(segment, "text")
+        text = text_field(segment, PROVIDER, f"{where}.segment", "text")
         span, error = make_response_span(
             parts,
             int_field(segment, PROVIDER, where, "partIndex", "part_index", default=0),
             int_field(segment, PROVIDER, where, "startIndex", "start_index", default=0),
             int_field(segment, PROVIDER, where, "endIndex", "end_index", default=0),
             "utf8",
-            text=text if isinstance(text, str) else None,
+            text=text,
         )
         indices = as_list(
             field(support, "groundingChunkIndices", "grounding_chunk_indices"), PROVIDER, where
@@ -145,30 +151,41 @@ def _citation(  # noqa: PLR0913 - one support, one chunk, and what they resolve 
             **common, location="grounding_support", document_ref=index, doc_id=None
         )
     chunk = chunks[index]
+    where = f"groundingChunks[{index}]"
     web = field(chunk, "web")
     if isinstance(web, Mapping):
-        uri = field(web, "uri")
+        uri = text_field(web, PROVIDER, f"{where}.web", "uri")
         return ProviderCitation(
             **common,
             location="web",
             document_ref=index,
             doc_id=docs.by_reference(uri),
             url=uri,
-            title=field(web, "title"),
+            title=text_field(web, PROVIDER, f"{where}.web", "title"),
         )
     context = field(chunk, "retrievedContext", "retrieved_context")
     if not isinstance(context, Mapping):
         return ProviderCitation(
             **common, location="grounding_chunk", document_ref=index, doc_id=None
         )
-    doc_id = None
-    for key in ("uri", "documentName", "document_name", "title"):
-        doc_id = docs.by_reference(field(context, key))
-        if doc_id is not None:
-            break
+    where += ".retrievedContext"
+    names = {
+        key: text_field(context, PROVIDER, where, *keys)
+        for key, keys in (
+            ("uri", ("uri",)),
+            ("documentName", ("documentName", "document_name")),
+            ("title", ("title",)),
+        )
+    }
+    doc_id = next(
+        (found for name in names.values() if (found := docs.by_reference(name)) is not None),
+        None,
+    )
     rag = field(context, "ragChunk", "rag_chunk")
     rag = rag if isinstance(rag, Mapping) else {}
-    text = field(context, "text") or field(rag, "text")
+    text = text_field(context, PROVIDER, where, "text")
+    rag_text = text_field(rag, PROVIDER, f"{where}.ragChunk", "text")
+    text = text or rag_text
     page_span = field(rag, "pageSpan", "page_span")
     source_span = None
     if isinstance(page_span, Mapping):
@@ -186,7 +203,7 @@ def _citation(  # noqa: PLR0913 - one support, one chunk, and what they resolve 
         document_ref=index,
         doc_id=doc_id,
         source_span=source_span,
-        retrieved_texts=(text,) if isinstance(text, str) else (),
-        url=field(context, "uri"),
-        title=field(context, "title"),
+        retrieved_texts=(text,) if text is not None else (),
+        url=names["uri"],
+        title=names["title"],
     )

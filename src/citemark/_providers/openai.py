@@ -19,9 +19,10 @@ from citemark._providers._common import (
     Documents,
     as_dict,
     as_list,
-    field,
     int_field,
     make_response_span,
+    required_text,
+    text_field,
 )
 from citemark._providers._model import ProviderAnswer, ProviderCitation, SentDocument
 
@@ -44,8 +45,10 @@ def parse_openai_responses(
     results for the same ``file_id``, when the response holds them.
 
     Raises:
-        ProviderResponseError: the response has no ``output`` list, or an
-            annotation is malformed or of a type citemark does not know.
+        ProviderResponseError: the response has no ``output`` list, an
+            ``output_text`` part's ``text`` or a file search result's ``file_id`` or
+            ``text`` is not a string, or an annotation is malformed (a text field that
+            is not a string included) or of a type citemark does not know.
 
     Example:
         ```python
@@ -75,18 +78,21 @@ def parse_openai_responses(
     for item in items:
         if item.get("type") == "file_search_call":
             for result in as_list(item.get("results"), RESPONSES, "file_search_call.results"):
+                where = "file_search_call.results[]"
                 result_dict = as_dict(result, RESPONSES, "a file search result")
-                file_id, text = field(result_dict, "file_id"), field(result_dict, "text")
-                if isinstance(file_id, str) and isinstance(text, str):
+                file_id = text_field(result_dict, RESPONSES, where, "file_id")
+                text = text_field(result_dict, RESPONSES, where, "text")
+                if file_id is not None and text is not None:
                     retrieved.setdefault(file_id, []).append(text)
         elif item.get("type") == "message":
             for content in as_list(item.get("content"), RESPONSES, "message.content"):
                 part = as_dict(content, RESPONSES, "a message content part")
                 if part.get("type") == "output_text":
                     annotations = as_list(part.get("annotations"), RESPONSES, "annotations")
-                    texts.append((str(field(part, "text") or ""), annotations))
+                    text = required_text(part, RESPONSES, "output_text", "text")
+                    texts.append((text, annotations))
     parts = tuple(text for text, _ in texts)
-    docs = Documents(documents)
+    docs = Documents(documents, RESPONSES)
     citations = [
         _annotation(
             RESPONSES,
@@ -111,8 +117,9 @@ def parse_openai_chat(
     ``url_citation`` object is read like a Responses ``url_citation``.
 
     Raises:
-        ProviderResponseError: there is no such choice or message, or an annotation
-            is malformed or not a ``url_citation``.
+        ProviderResponseError: there is no such choice or message, its ``content``
+            is neither a string nor ``null``, or an annotation is malformed (a text
+            field that is not a string included) or not a ``url_citation``.
 
     Example:
         ```python
@@ -133,8 +140,8 @@ def parse_openai_chat(
     if not 0 <= choice < len(choices):
         raise ProviderResponseError(CHAT, f"the response has no choice {choice}")
     message = as_dict(as_dict(choices[choice], CHAT, "a choice").get("message"), CHAT, "message")
-    parts = (str(field(message, "content") or ""),)
-    docs = Documents(documents)
+    parts = (text_field(message, CHAT, "message", "content") or "",)
+    docs = Documents(documents, CHAT)
     citations = []
     for raw in as_list(message.get("annotations"), CHAT, "message.annotations"):
         annotation = as_dict(raw, CHAT, "an annotation")
@@ -159,8 +166,9 @@ def _annotation(  # noqa: PLR0913 - one annotation and what it resolves against
 ) -> ProviderCitation:
     kind = raw.get("type")
     where = "annotation"
+    url = text_field(raw, provider, where, "url")
     if kind in {"url_citation", "container_file_citation"}:
-        ref = field(raw, "url") if kind == "url_citation" else field(raw, "file_id")
+        ref = url if kind == "url_citation" else text_field(raw, provider, where, "file_id")
         # Unit and exclusivity are not documented: read as code points, end exclusive
         # (docs/provider-citations.md says why).
         span, error = make_response_span(
@@ -176,13 +184,13 @@ def _annotation(  # noqa: PLR0913 - one annotation and what it resolves against
             document_ref=ref,
             doc_id=docs.by_reference(ref),
             response_span=span,
-            url=field(raw, "url"),
-            title=field(raw, "title", "filename"),
+            url=url,
+            title=text_field(raw, provider, where, "title", "filename"),
             unit_error=error,
             raw=raw,
         )
     if kind in {"file_citation", "file_path"}:
-        file_id = field(raw, "file_id")
+        file_id = text_field(raw, provider, where, "file_id")
         index = int_field(raw, provider, where, "index")
         span, error = make_response_span(parts, part, index, index, "code_point")
         return ProviderCitation(
@@ -191,8 +199,8 @@ def _annotation(  # noqa: PLR0913 - one annotation and what it resolves against
             document_ref=file_id,
             doc_id=docs.by_reference(file_id),
             response_span=span,
-            retrieved_texts=tuple(retrieved.get(file_id, ())) if isinstance(file_id, str) else (),
-            title=field(raw, "filename"),
+            retrieved_texts=tuple(retrieved.get(file_id, ())) if file_id is not None else (),
+            title=text_field(raw, provider, where, "filename"),
             unit_error=error,
             raw=raw,
         )
