@@ -200,3 +200,62 @@ def diff_page(tmp_path: Path, row_id: str) -> tuple[subprocess.CompletedProcess[
     page = tmp_path / "p.html"
     done = run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page))
     return done, page.read_text(encoding="utf-8")
+
+
+class TestHostileRuns:
+    """Issue 26, items 3 and 6: what another run's files can hold cannot crash or paint."""
+
+    def test_a_deeply_nested_line_is_one_structural_refusal(self, runs):
+        """100,000 nested arrays: a RunDiffError (exit 2, one line), not a RecursionError."""
+        old, new = runs
+        (new / "rows.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+        with pytest.raises(RunDiffError) as caught:
+            compare_runs(old, new)
+        assert "new/rows.jsonl line 1 is not a row record (not valid JSON: nested too deep)" == str(
+            caught.value
+        )
+        assert caught.value.__cause__ is None
+        assert caught.value.__context__ is None
+        done = run_cli("diff", str(old), str(new))
+        assert 2 == done.returncode
+        assert "Traceback" not in done.stderr
+        assert [f"citemark: error: {caught.value}"] == done.stderr.splitlines()
+        # The naive reader, json.loads, does not bound the nesting.
+        with pytest.raises(RecursionError):
+            json.loads((new / "rows.jsonl").read_text())
+
+    def test_terminal_escapes_in_a_row_id_are_printed_escaped(self, tmp_path):
+        """An id holding OSC, CSI, BEL and C1 controls reaches the terminal as text."""
+        hostile = "\x1b]0;pwned\x07q\x1b[2J\x9b31m\n  forged (line 9): failed"
+        data = write_rows(tmp_path / "runs.jsonl", [{**row(1, uncited=True), "id": hostile}])
+        run_check(data, tmp_path / "a", CitationScorer())
+        run_check(data, tmp_path / "b", CitationScorer(min_sentence_coverage=1.0))
+        done = run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"))
+        assert 0 == done.returncode, done.stderr
+        escaped = r"\x1b]0;pwned\x07q\x1b[2J\x9b31m\n  forged (line 9): failed (line 1)"
+        assert escaped in done.stdout
+        assert not any(ch in done.stdout for ch in "\x1b\x07\x9b")
+        # The id's newline forged no line of its own.
+        assert not any(line.startswith("  forged") for line in done.stdout.splitlines())
+        # --json keeps the id exactly, every control character a JSON escape.
+        listed = run_cli("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--json")
+        assert not any(ch in listed.stdout for ch in "\x1b\x07\x9b")
+        assert hostile == json.loads(listed.stdout)["diff"]["changes"][0]["id"]
+
+    def test_a_folder_name_in_an_error_is_printed_escaped(self, runs, tmp_path):
+        """A file name is untrusted text too: the one-line error escapes it."""
+        old, _ = runs
+        done = run_cli("diff", str(old), str(tmp_path / "x\x1b[2Jy"))
+        assert 2 == done.returncode
+        assert "\x1b" not in done.stderr
+        assert r"x\x1b[2Jy/report.json is missing" in done.stderr
+
+    def test_check_prints_hostile_file_names_escaped(self, tmp_path):
+        """citemark check names its input and outputs: those names reach the terminal escaped."""
+        data = write_rows(tmp_path / "in\x1b]0;x\x07.jsonl", [row(1)])
+        done = run_cli("check", str(data), "--out", str(tmp_path / "out\x1b[2J"))
+        assert 0 == done.returncode, done.stderr
+        assert not any(ch in done.stdout + done.stderr for ch in "\x1b\x07")
+        unwrapped = done.stdout.replace("\n", "")  # rich wraps long paths
+        assert r"in\x1b]0;x\x07.jsonl" in unwrapped
+        assert r"out\x1b[2J" in unwrapped

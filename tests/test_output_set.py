@@ -438,3 +438,87 @@ class TestStaleTemporaries:
         assert 0 == done.returncode, done.stderr
         assert not any(path.exists() for path in dead)
         assert [] == temporaries(out)
+
+
+class _Judge:
+    """A judge that finds every citation supported."""
+
+    provider = "openai-compatible"
+    model_name = "judge-1"
+
+    async def complete(self, prompt: str) -> str:
+        del prompt
+        return json.dumps({"score": 3, "explanation": "Judged.", "verdicts": []})
+
+
+class TestARunOwnsEveryNameItCanWrite:
+    """Issue 26, item 4: a run into a folder another run filled leaves one whole set."""
+
+    @pytest.fixture
+    def fuller(self, tmp_path) -> tuple[Path, Path]:
+        """A folder holding a judged ``--format junit`` run: every name a check writes."""
+        runs, out = write_runs(tmp_path / "runs.jsonl", 3), tmp_path / "out"
+        run_check(runs, out, CitationScorer(_Judge()), formats=("junit",))
+        assert set(NAMES) == set(visible(out))
+        assert check_output_set(out).whole
+        return runs, out
+
+    def test_a_plain_run_removes_the_names_it_does_not_write(self, fuller):
+        """judge-calls.jsonl and report.junit.xml of the earlier run go with the publish."""
+        runs, out = fuller
+        check(runs, out)
+        assert {"report.json", "rows.jsonl", "report.html"} == set(visible(out))
+        found = check_output_set(out)
+        assert (True, ()) == (found.whole, found.problems)
+        assert [] == temporaries(out)
+
+    def test_the_naive_run_keeps_them_and_the_set_is_not_whole(self, fuller, monkeypatch):
+        """Without the removal (today's publish), the old files stay as strays."""
+        runs, out = fuller
+        monkeypatch.setattr(check_run, "_OUTPUT_NAMES", ("report.json", "rows.jsonl"))
+        check(runs, out)
+        found = check_output_set(out)
+        assert not found.whole
+        assert {("report.junit.xml", "not_named"), ("judge-calls.jsonl", "not_named")} == {
+            (p.name, p.reason) for p in found.problems
+        }
+
+    def test_a_failed_run_removes_nothing(self, fuller, monkeypatch):
+        """The removal is part of the publish: a run that fails leaves the old set whole."""
+        runs, out = fuller
+        old = visible(out)
+        monkeypatch.setitem(
+            FORMATS, "failing", lambda o: FailingSink(o, at_row=None, error=OSError(28, "full"))
+        )
+        monkeypatch.setitem(FORMATS, "junit", FORMATS["failing"])
+        with pytest.raises(OSError, match="full"):
+            run_check(runs, out, CitationScorer(), formats=("junit",))
+        assert old == visible(out)
+        assert check_output_set(out).whole
+        assert [] == temporaries(out)
+
+    def test_a_planted_symlink_at_an_unwritten_name_is_removed_not_followed(self, tmp_path):
+        """A link at judge-calls.jsonl goes; the file it points at is untouched."""
+        runs, out = write_runs(tmp_path / "runs.jsonl", 3), tmp_path / "out"
+        check(runs, out)
+        target = tmp_path / "precious.txt"
+        target.write_text("keep me", encoding="utf-8")
+        (out / "judge-calls.jsonl").symlink_to(target)
+        assert not check_output_set(out).whole
+        check(runs, out)
+        assert check_output_set(out).whole
+        assert not (out / "judge-calls.jsonl").is_symlink()
+        assert "keep me" == target.read_text(encoding="utf-8")
+
+    def test_a_deeply_nested_report_or_line_is_unreadable_not_a_crash(self, fuller):
+        """100,000 nested arrays in report.json or after a line's run_id key: no RecursionError."""
+        _, out = fuller
+        deep = "[" * 100_000 + "]" * 100_000
+        rows = (out / "rows.jsonl").read_bytes()
+        (out / "rows.jsonl").write_bytes(rows + b'{"line": 9, "run_id": ' + deep.encode() + b"}\n")
+        found = check_output_set(out)
+        assert {("rows.jsonl", "sha256_mismatch"), ("rows.jsonl", "no_run_id")} == {
+            (p.name, p.reason) for p in found.problems
+        }
+        (out / "report.json").write_text(deep, encoding="ascii")
+        assert "unreadable" == check_output_set(out).report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +195,45 @@ class TestPlugin:
         """pytest finds the plugin through citemark's pytest11 entry point."""
         result = pytester.runpytest("--trace-config", "-p", "no:cacheprovider")
         result.stdout.fnmatch_lines(["*citemark*pytest_plugin*"])
+
+
+class TestUnwritableReportFolder:
+    """Issue 26, item 5: a --citemark-report that cannot be written is a usage error, not a crash."""
+
+    @pytest.mark.parametrize("where", ["a-file", "under-a-file", "read-only"])
+    def test_the_tests_run_and_the_option_is_named(self, pytester, tmp_path, where):
+        """The session runs every test, then reports the option in one line."""
+        a_file = tmp_path / "a-file.txt"
+        a_file.write_text("not a folder", encoding="utf-8")
+        out = {
+            "a-file": a_file,
+            "under-a-file": a_file / "report",
+            # Read-only even for root (the suite runs as root in CI, where a chmod would
+            # not stop it): sysfs refuses a new folder to everyone.
+            "read-only": Path("/sys") / "citemark-report",
+        }[where]
+        pytester.makepyfile(USER_TESTS)
+        result = pytester.runpytest("-p", "no:cacheprovider", "--citemark-report", str(out))
+        assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+        result.assert_outcomes(passed=2, failed=1)
+        assert pytest.ExitCode.TESTS_FAILED == result.ret
+        result.stdout.fnmatch_lines(
+            ["*ERROR: --citemark-report: cannot write the report to that folder (*); no report*"]
+        )
+        assert "not a folder" == a_file.read_text(encoding="utf-8")
+
+    def test_an_unwritable_folder_with_passing_tests_exits_as_a_usage_error(
+        self, pytester, tmp_path
+    ):
+        """Tests that pass cannot hide the missing report: the exit status is 4."""
+        pytester.makepyfile(
+            "from citemark import Source\nfrom citemark.testing import "
+            "assert_cited\n\ndef test_ok():\n    assert_cited('Fees [1].', "
+            "[Source(text='Fees.', doc_id='f')])\n"
+        )
+        a_file = tmp_path / "a-file.txt"
+        a_file.write_text("x", encoding="utf-8")
+        result = pytester.runpytest("-p", "no:cacheprovider", "--citemark-report", str(a_file))
+        result.assert_outcomes(passed=1)
+        assert pytest.ExitCode.USAGE_ERROR == result.ret
+        assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

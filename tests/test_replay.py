@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import pickle
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 from fake_openai import FakeOpenAI, run_cli
 
 from citemark import ChatError, CitationScorer, EvalReport
+from citemark._chat import DEFAULT_MAX_REPLY_BYTES
 from citemark._check import run_check
 from citemark.replay import (
     JUDGE_CALLS_NAME,
@@ -381,3 +385,95 @@ class TestFinishReasonRecorded:
         # The naive replay, serving the text without its finish reason, grades it instead.
         naive = ReplayChat([recorded.model_copy(update={"finish_reason": None})])
         assert "judge_reply_truncated" != CitationScorer(naive).score_sync(answer, context).reason
+
+
+# Run ReplayChat.from_run on a folder under a 1 GiB address-space limit, in its own
+# process: what is read whole shows as a MemoryError there, not as this machine's OOM.
+_BOUNDED_FROM_RUN = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from citemark.replay import ReplayChat, ReplayError
+try:
+    ReplayChat.from_run(sys.argv[1])
+except ReplayError as exc:
+    print("ReplayError:", exc)
+"""
+
+
+def from_run_bounded(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _BOUNDED_FROM_RUN, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+
+
+def recording_line(reply: str) -> str:
+    return json.dumps({"line": 1, "id": None, **call("a", reply).model_dump(mode="json")})
+
+
+class TestBoundedRecordings:
+    """Issue 26, items 3 and 7: a recording is read as a stream of bounded lines."""
+
+    def test_a_recording_linked_to_dev_zero_is_refused_in_bounded_memory(self, recorded):
+        """A symlink to /dev/zero: one line of error, no MemoryError, no kill."""
+        _, original, _ = recorded
+        (original / JUDGE_CALLS_NAME).unlink()
+        (original / JUDGE_CALLS_NAME).symlink_to("/dev/zero")
+        done = from_run_bounded(original)
+        assert "MemoryError" not in done.stderr
+        assert (0, "") == (done.returncode, done.stderr)
+        assert "ReplayError: judge-calls.jsonl is not a regular file\n" == done.stdout
+
+    def test_a_fifo_is_refused_without_waiting_for_a_writer(self, recorded):
+        """A FIFO at the recording's name would block a plain open forever."""
+        _, original, _ = recorded
+        (original / JUDGE_CALLS_NAME).unlink()
+        os.mkfifo(original / JUDGE_CALLS_NAME)
+        done = from_run_bounded(original)
+        assert "ReplayError: judge-calls.jsonl is not a regular file\n" == done.stdout
+
+    def test_the_cli_says_it_in_one_line(self, recorded, tmp_path):
+        """--replay-judge on such a folder: exit 2, one line naming the option."""
+        runs, original, _ = recorded
+        (original / JUDGE_CALLS_NAME).unlink()
+        (original / JUDGE_CALLS_NAME).symlink_to("/dev/null")
+        done = run_cli(
+            "check", str(runs), "--out", str(tmp_path / "again"), "--replay-judge", str(original)
+        )
+        assert 2 == done.returncode
+        assert [
+            "citemark: error: --replay-judge: judge-calls.jsonl is not a regular file"
+        ] == done.stderr.splitlines()
+
+    def test_a_100_mb_reply_is_refused_by_the_live_clients_size_rule(self, tmp_path):
+        """A recorded reply larger than OpenAIChat accepts is refused, its line unparsed."""
+        path = tmp_path / JUDGE_CALLS_NAME
+        path.write_text(recording_line("x" * 100_000_000) + "\n", encoding="ascii")
+        with pytest.raises(ReplayError) as caught:
+            ReplayChat.from_file(path)
+        assert str(caught.value).startswith("judge-calls.jsonl line 1 is longer than ")
+        assert str(DEFAULT_MAX_REPLY_BYTES) in str(caught.value)
+
+    def test_the_reply_limit_is_the_live_clients(self, tmp_path):
+        """A reply of max_reply_bytes replays; one byte more is refused, as live."""
+        path = tmp_path / JUDGE_CALLS_NAME
+        path.write_text(recording_line("y" * DEFAULT_MAX_REPLY_BYTES) + "\n", encoding="ascii")
+        assert 1 == ReplayChat.from_file(path).recorded
+        path.write_text(recording_line("y" * (DEFAULT_MAX_REPLY_BYTES + 1)) + "\n", "ascii")
+        with pytest.raises(
+            ReplayError, match=r"line 1 is not a recorded judge call \(fields reply\)"
+        ):
+            ReplayChat.from_file(path)
+
+    def test_a_deeply_nested_line_is_refused_by_its_number(self, tmp_path):
+        """100,000 nested arrays: a ReplayError naming the line, not a RecursionError."""
+        path = tmp_path / JUDGE_CALLS_NAME
+        path.write_text(recording_line("x") + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+        with pytest.raises(ReplayError) as caught:
+            ReplayChat.from_file(path)
+        assert "judge-calls.jsonl line 2 is not a recorded judge call (nested too deep)" == str(
+            caught.value
+        )

@@ -23,7 +23,13 @@ Two more guarantees live here, in the mechanism, so that every command has them:
 - *A set appears together.* Inside `publishing_together`, a `AtomicFile.commit`
   seals the file (flushed, fsynced, still hidden and locked) and the renames all
   happen when the block ends, in commit order; an error before then removes every
-  sealed temporary and publishes none.
+  sealed temporary and publishes none. A name the set does not write but owns (a
+  format an earlier run wrote, `remove_on_publish`) is removed in the same publish.
+
+Reading an artifact back is bounded too: `open_regular` refuses what is not a
+regular file (``/dev/zero``, a FIFO, a folder) without blocking, and `bounded_lines`
+reads a JSONL artifact one line at a time, refusing a line past a cap before it is
+held whole.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from datetime import UTC, datetime
 from importlib import metadata
@@ -51,19 +58,25 @@ else:
     _flock = fcntl.flock
 
 if TYPE_CHECKING:
+    import io
     from collections.abc import Iterable, Iterator
     from types import TracebackType
-    from typing import Self
+    from typing import BinaryIO, Self
 
 __all__ = [
     "DEFAULT_RESULTS_DIR",
     "AtomicFile",
+    "LineTooLongError",
     "ModelIdentity",
+    "NotRegularFileError",
     "Sha256",
+    "bounded_lines",
     "citemark_version",
     "dataset_sha256",
     "identity_of",
+    "open_regular",
     "publishing_together",
+    "remove_on_publish",
     "remove_stale_temporaries",
     "utc_now",
     "write_report_atomically",
@@ -88,6 +101,10 @@ _RANDOM_PART: Final = r"\.[a-z0-9_]{8}\.tmp"
 # The files sealed inside the innermost `publishing_together` block, if any.
 _PENDING: contextvars.ContextVar[list[AtomicFile] | None] = contextvars.ContextVar(
     "citemark_pending_publish", default=None
+)
+# The names the innermost `publishing_together` block removes when it publishes.
+_REMOVALS: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar(
+    "citemark_pending_removals", default=None
 )
 
 
@@ -420,21 +437,57 @@ def publishing_together() -> Iterator[None]:
         ```
     """
     pending: list[AtomicFile] = []
+    removals: list[Path] = []
     token = _PENDING.set(pending)
+    removals_token = _REMOVALS.set(removals)
     try:
         yield
     except BaseException:
         _PENDING.reset(token)
+        _REMOVALS.reset(removals_token)
         _discard_all(pending)
         raise
     _PENDING.reset(token)
+    _REMOVALS.reset(removals_token)
     try:
+        # The names the set owns but does not write go first: a removal that fails
+        # publishes nothing, and the last file renamed still says which set is there.
+        _remove_names(removals)
         while pending:
             pending[0]._publish()  # noqa: SLF001 - the same module's mechanism
             pending.pop(0)
     except BaseException:
         _discard_all(pending)
         raise
+
+
+def remove_on_publish(paths: Iterable[Path]) -> None:
+    """Remove ``paths`` when the enclosing `publishing_together` block publishes its set.
+
+    A run owns every name a run of its kind can write; the ones it does not write
+    this time (a format an earlier run wrote) are removed in its publish, before its
+    files are renamed into place, so the folder then holds its set and nothing of
+    another run's. A block that fails removes nothing. A symlink at a name is removed,
+    never followed; a name that is absent is skipped. Outside a block, the paths are
+    removed at once.
+
+    Raises:
+        OSError: a name cannot be removed (e.g. a folder stands there); inside a
+            block, nothing of the set is then published.
+    """
+    removals = _REMOVALS.get()
+    if removals is None:
+        _remove_names(list(paths))
+    else:
+        removals.extend(paths)
+
+
+def _remove_names(paths: list[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    if paths:
+        _fsync_folder(paths[0].parent)
 
 
 def _discard_all(files: list[AtomicFile]) -> None:
@@ -560,3 +613,59 @@ def _fsync_folder(folder: Path) -> None:
             os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+class NotRegularFileError(OSError):
+    """An artifact to read is not a regular file (a device, a FIFO, a folder, a socket)."""
+
+
+class LineTooLongError(ValueError):
+    """A line of a JSONL artifact is longer than its reader's cap.
+
+    Args:
+        number: The line's number, from 1.
+    """
+
+    def __init__(self, number: int) -> None:
+        super().__init__(f"line {number} is too long")
+        self.number = number
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """Open ``path`` for reading in binary, refusing what is not a regular file.
+
+    The file is opened without blocking (a FIFO would wait for a writer) and then
+    looked at through its descriptor, so what is checked is what is read. A symlink
+    is followed: one to a regular file is read, one to ``/dev/zero`` is refused.
+
+    Raises:
+        NotRegularFileError: it is not a regular file.
+        OSError: it cannot be opened (absent, not permitted).
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotRegularFileError(path.name)  # noqa: TRY301 - closed just below
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        return open(descriptor, "rb")  # noqa: PTH123 - a descriptor; the caller closes it
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def bounded_lines(handle: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``handle`` with their numbers (from 1), each at most ``max_bytes``.
+
+    A line is read at most ``max_bytes`` plus one bytes at a time, so memory stays
+    bounded whatever the file holds (one line of a gigabyte, or no newline at all).
+
+    Raises:
+        LineTooLongError: a line, its newline not counted, is longer than ``max_bytes``.
+    """
+    number = 0
+    while line := handle.readline(max_bytes + 1):
+        number += 1
+        if len(line) > max_bytes and not (len(line) == max_bytes + 1 and line.endswith(b"\n")):
+            raise LineTooLongError(number)
+        yield number, line

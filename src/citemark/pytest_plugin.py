@@ -9,17 +9,24 @@ fixture or called directly) is written to ``DIR/assertions.jsonl`` as a
 file into ``DIR/report.json``, ``DIR/report.html`` and ``DIR/rows.jsonl``, exactly as
 ``citemark check DIR/assertions.jsonl --out DIR`` would. The report is data: it holds
 the answers and sources, which is why it is written only when asked for.
+
+A ``DIR`` that cannot be written (a file, a path under a file, a read-only folder)
+does not stop the session: the tests run, nothing is recorded, and the summary says
+``ERROR: --citemark-report: ...`` in one line; a session that would have exited 0
+exits 4, pytest's usage error, so a missing report is never silent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import pytest
 
 from citemark._assertions import AssertionRecord, add_recorder, assert_cited, remove_recorder
+from citemark._check.terminal import printable
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
@@ -111,8 +118,14 @@ class _Reporter:
         self.current: str | None = None
         self.per_test: dict[str, int] = {}
         self.summary: str | None = None
-        out.mkdir(parents=True, exist_ok=True)
-        self._handle = self.path.open("w", encoding="utf-8")
+        self.error: str | None = None
+        self._handle: IO[str] | None = None
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            self._handle = self.path.open("w", encoding="utf-8")
+        except OSError as exc:
+            self.error = _cannot_write(exc)
+            return
         add_recorder(self.record)
 
     @pytest.hookimpl(wrapper=True)
@@ -124,6 +137,8 @@ class _Reporter:
             self.current = None
 
     def record(self, record: AssertionRecord) -> None:
+        if self._handle is None:
+            return
         label = record.label
         if label is None:
             base = self.current or "outside-a-test"
@@ -135,31 +150,54 @@ class _Reporter:
             "answer": record.answer,
             "sources": [source.model_dump(mode="json") for source in record.sources],
         }
-        self._handle.write(json.dumps(row, allow_nan=False) + "\n")
-        self._handle.flush()
+        try:
+            self._handle.write(json.dumps(row, allow_nan=False) + "\n")
+            self._handle.flush()
+        except OSError as exc:  # e.g. the disk filled during the session
+            self.error = _cannot_write(exc)
+            self.close()
+            return
         self.rows += 1
         self.held += record.passed
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.close()
-        if self.rows:
-            report = _write_report(self.path, self.out, self.rows)
-            self.summary = (
-                f"{self.rows} assert_cited recorded: {self.held} held, "
-                f"{self.rows - self.held} failed; report in {report}"
-            )
-        else:
+        if self.error is None and self.rows:
+            try:
+                report = _write_report(self.path, self.out, self.rows)
+            except OSError as exc:
+                self.error = _cannot_write(exc)
+            else:
+                self.summary = (
+                    f"{self.rows} assert_cited recorded: {self.held} held, "
+                    f"{self.rows - self.held} failed; report in {report}"
+                )
+        elif self.error is None:
             self.summary = f"no assert_cited was made; nothing written but {self.path}"
+        if self.error is not None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.summary is not None:
+        if self.error is not None:
             terminalreporter.write_sep("-", "citemark")
-            terminalreporter.write_line(self.summary)
+            terminalreporter.write_line(f"ERROR: {self.error}", red=True)
+        elif self.summary is not None:
+            terminalreporter.write_sep("-", "citemark")
+            terminalreporter.write_line(printable(self.summary))
 
     def close(self) -> None:
         remove_recorder(self.record)
-        if not self._handle.closed:
-            self._handle.close()
+        if self._handle is not None and not self._handle.closed:
+            with contextlib.suppress(OSError):  # a failed flush was reported already
+                self._handle.close()
+
+
+def _cannot_write(error: OSError) -> str:
+    """The one line for a report folder that cannot be written: the option and why."""
+    why = error.strerror or type(error).__name__
+    return (
+        f"--citemark-report: cannot write the report to that folder ({why}); no report is written"
+    )
 
 
 def _write_report(rows: Path, out: Path, count: int) -> Path:

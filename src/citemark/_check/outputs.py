@@ -176,7 +176,7 @@ def _named_files(raw: bytes) -> tuple[str | None, dict[str, str]] | None:
     """The run id and the named files of a check report; None if it is not one."""
     try:
         report = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested too deep: not a report
         return None
     check = report.get("check") if isinstance(report, dict) else None
     files = check.get("files") if isinstance(check, dict) else None
@@ -242,7 +242,7 @@ def _line_run_id(line: bytes) -> str | None:
     if at >= 0:
         try:
             value = json.loads(body[at + len(_RUN_ID_KEY) : -1])
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             value = None
         if isinstance(value, str):
             return value

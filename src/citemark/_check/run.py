@@ -37,6 +37,7 @@ from citemark._artifacts import (
     ModelIdentity,
     citemark_version,
     publishing_together,
+    remove_on_publish,
     remove_stale_temporaries,
     utc_now,
     write_report_atomically,
@@ -280,9 +281,12 @@ def finish_outputs(
     """Seal every sink's file, then ``report.json``, which names them all.
 
     Inside `publishing_together` the renames wait for the end of the block, in this
-    order, so ``report.json`` appears last. Both engines end a run here.
+    order, so ``report.json`` appears last; first, the block removes what another
+    run left under a name this run does not write. Both engines end a run here.
     """
     files = {sink.name: sink.finish(facts) for sink in sinks}
+    # The run owns every name a run can write: another run's extra files go with it.
+    remove_on_publish(out / n for n in _OUTPUT_NAMES if n != REPORT_NAME and n not in files)
     report = EvalReport(
         created_at=facts.created_at,
         config=dict(config or {}),

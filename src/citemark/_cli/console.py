@@ -1,9 +1,11 @@
 """What the command line shows people: rich tables on standard output, a progress bar on error.
 
 Machines get ``--json`` instead (see ``citemark._cli.main``). Tables are built from counts,
-outcomes, identities and paths; the only untrusted text here is the input's own file
-name and the labels of an echo case's citations, which are citemark's own. Data cells
-are `rich.text.Text`, never markup, so a bracket in a value is printed as it is.
+outcomes, identities and paths; untrusted text here is file names (the input's, the
+outputs'), group names, and the judge's names (a replay takes them from a recorded
+report). Data cells are `rich.text.Text`, never markup, so a bracket in a value is
+printed as it is, and every control character is escaped
+(`citemark._check.terminal.printable`), so a terminal escape is shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+
+from citemark._check.terminal import printable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,6 +100,15 @@ class CheckProgress:
             self._bar.stop()
 
 
+def _text(text: str, style: str = "") -> Text:
+    """A cell or a line: never markup, every control character escaped (see `printable`).
+
+    Paths, ids, group names and a recorded judge's names are untrusted; escaping the
+    whole line costs nothing for citemark's own words, which hold no control character.
+    """
+    return Text(printable(text), style=style)
+
+
 def print_check(result: CheckResult, runs: Path) -> None:
     """Print the summary of a check: malformed lines on standard error, a table on output."""
     summary = result.summary
@@ -105,10 +118,10 @@ def print_check(result: CheckResult, runs: Path) -> None:
         more = summary.malformed - _WARNED_LINES
         sys.stderr.write(f"citemark: warning: {more} more malformed lines (see rows.jsonl)\n")
     console = Console(highlight=False)
-    console.print(Text(f"citemark check: {summary.rows} rows of {runs}", style="bold"))
+    console.print(_text(f"citemark check: {summary.rows} rows of {runs}", style="bold"))
     cited = summary.citations_all_resolve - summary.citations_all_resolve_none_cited
     console.print(
-        Text(
+        _text(
             f"every citation resolves: {summary.citations_all_resolve} of {summary.rows} rows "
             f"({cited} citing, {summary.citations_all_resolve_none_cited} citing nothing)",
             style="bold",
@@ -116,45 +129,45 @@ def print_check(result: CheckResult, runs: Path) -> None:
     )
     if summary.violations:
         kinds = ", ".join(f"{count} {code}" for code, count in summary.violations.items())
-        console.print(Text(f"rows with deterministic violations: {kinds}"))
+        console.print(_text(f"rows with deterministic violations: {kinds}"))
     else:
-        console.print(Text("rows with deterministic violations: none"))
+        console.print(_text("rows with deterministic violations: none"))
     table = Table()
     table.add_column("outcome")
     table.add_column("rows", justify="right")
-    table.add_row(Text("passed", style="green"), str(summary.passed))
-    table.add_row(Text("failed", style="red"), str(summary.failed))
+    table.add_row(_text("passed", style="green"), str(summary.passed))
+    table.add_row(_text("failed", style="red"), str(summary.failed))
     table.add_row("  deterministic violations", str(summary.deterministic_failures))
-    table.add_row(Text("un-assessed", style="yellow"), str(summary.unassessed))
+    table.add_row(_text("un-assessed", style="yellow"), str(summary.unassessed))
     for code, count in summary.reasons.items():
-        table.add_row(Text(f"  {code}"), str(count))
+        table.add_row(_text(f"  {code}"), str(count))
     table.add_row("malformed lines", str(summary.malformed))
     console.print(table)
     _print_judge_calls(console, summary)
     citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
-    console.print(Text(f"citations: {citations}"))
+    console.print(_text(f"citations: {citations}"))
     if summary.provider_citations:
         outcomes = ", ".join(f"{n} {o}" for o, n in summary.provider_citations.items())
         rows = summary.rows_with_provider_citations
-        console.print(Text(f"provider citations in {rows} rows: {outcomes}"))
+        console.print(_text(f"provider citations in {rows} rows: {outcomes}"))
     if summary.rows_with_unrecognized:
         kinds = ", ".join(f"{count} {kind}" for kind, count in summary.unrecognized.items())
         console.print(
-            Text(
+            _text(
                 f"citation-like text that is not a marker: {summary.rows_with_unrecognized} "
                 f"rows ({kinds}); see rows.jsonl 'unrecognized'"
             )
         )
     if summary.rows_with_unverifiable_sources:
         console.print(
-            Text(
+            _text(
                 f"unverifiable sources (no text, or only a URL): "
                 f"{summary.rows_with_unverifiable_sources} rows; their citations are not graded"
             )
         )
     if summary.possible_zero_based_numbering:
         console.print(
-            Text(
+            _text(
                 f"possible 0-based numbering: {summary.possible_zero_based_numbering} rows cite "
                 "[0] and would be in range numbered from 0 (try --index-base 0)"
             )
@@ -163,14 +176,14 @@ def print_check(result: CheckResult, runs: Path) -> None:
     _print_groups(console, summary)
     judge = summary.judge
     console.print(
-        Text(
+        _text(
             "judge: none (deterministic findings only)"
             if judge is None
             else f"judge (advisory, never gates): {judge.provider} {judge.model}"
         )
     )
     console.print(
-        Text(
+        _text(
             f"wrote {result.report_path}, {result.html_path} ({result.shown} rows shown) "
             f"and {result.rows_path}"
         )
@@ -184,7 +197,7 @@ def _print_causes(console: Console, summary: CheckSummary) -> None:
     shown = summary.failure_causes[:_CAUSES_SHOWN]
     causes = ", ".join(f"{c.rows} {c.outcome} {c.cause}" for c in shown)
     more = len(summary.failure_causes) - len(shown)
-    console.print(Text(f"top failure causes: {causes}" + (f" (+{more} more)" if more else "")))
+    console.print(_text(f"top failure causes: {causes}" + (f" (+{more} more)" if more else "")))
 
 
 def _print_groups(console: Console, summary: CheckSummary) -> None:
@@ -193,13 +206,13 @@ def _print_groups(console: Console, summary: CheckSummary) -> None:
         return
     # Group names are the rows' own values, made printable and cut short by the
     # check; Text keeps a bracket in one from being read as markup.
-    table = Table(title=Text(f"by {summary.group_by}"))
+    table = Table(title=_text(f"by {summary.group_by}"))
     columns = ("group", "rows", "all resolve", "violations", "passed", "failed", "un-assessed")
     for number, column in enumerate(columns):
         table.add_column(column, justify="left" if number == 0 else "right")
     for name, group in summary.groups.items():
         table.add_row(
-            Text(name),
+            _text(name),
             str(group.rows),
             str(group.citations_all_resolve),
             str(group.deterministic_failures),
@@ -225,13 +238,13 @@ def _print_judge_calls(console: Console, summary: CheckSummary) -> None:
         parts.append(f"provider codes: {codes}")
     if summary.judge_replies_truncated:
         parts.append(f"{summary.judge_replies_truncated} replies cut off at the token limit")
-    console.print(Text(f"judge calls: {'; '.join(parts)}"))
+    console.print(_text(f"judge calls: {'; '.join(parts)}"))
 
 
 def print_echo(report: EchoReport, path: Path) -> None:
     """Print one line per echo case, the outcome counts, and a warning for any leak."""
     console = Console(highlight=False)
-    console.print(Text(f"echo check: {len(report.cases)} cases", style="bold"))
+    console.print(_text(f"echo check: {len(report.cases)} cases", style="bold"))
     table = Table()
     for column in ("case", "outcome", "positive source", "citations", "leaked in"):
         table.add_column(column)
@@ -241,17 +254,17 @@ def print_echo(report: EchoReport, path: Path) -> None:
         )
         table.add_row(
             str(case.case),
-            Text(case.outcome, style="green" if case.outcome == "pass" else "red"),
-            Text(f"[{case.positive_source}]"),
-            Text(cited or "-"),
-            Text(", ".join(case.leaked_in) or "-"),
+            _text(case.outcome, style="green" if case.outcome == "pass" else "red"),
+            _text(f"[{case.positive_source}]"),
+            _text(cited or "-"),
+            _text(", ".join(case.leaked_in) or "-"),
         )
     console.print(table)
     counts = ", ".join(f"{count} {outcome}" for outcome, count in report.counts.items() if count)
-    console.print(Text(f"outcomes: {counts}; report: {path}"))
+    console.print(_text(f"outcomes: {counts}; report: {path}"))
     if report.failure_reasons:
         reasons = ", ".join(f"{count} {code}" for code, count in report.failure_reasons.items())
-        console.print(Text(f"failure reasons: {reasons}"))
+        console.print(_text(f"failure reasons: {reasons}"))
     leaks = report.counts["leak"]
     if leaks:
         sys.stderr.write(
@@ -263,18 +276,18 @@ def print_echo(report: EchoReport, path: Path) -> None:
 def print_calibration(report: CalibrationReport, measurement: Path | None) -> None:
     """Print each registered minimum against what was measured, and whether all were met."""
     console = Console(highlight=False)
-    console.print(Text("calibration: registered minimums against the measurement", style="bold"))
+    console.print(_text("calibration: registered minimums against the measurement", style="bold"))
     table = Table()
     for column in ("metric", "minimum", "observed", "met"):
         table.add_column(column)
     for check in report.checks:
         observed = "undefined" if check.observed is None else f"{check.observed:.3f}"
-        met = Text("yes", style="green") if check.met else Text("no", style="red")
+        met = _text("yes", style="green") if check.met else _text("no", style="red")
         table.add_row(check.metric, f"{check.minimum:g}", observed, met)
     console.print(table)
     judge, disagreements = report.judge, report.agreement.disagreements
     console.print(
-        Text(
+        _text(
             f"judge: {judge.provider} {judge.model} (prompt {judge.prompt_sha256[:12]}); "
             f"items: {report.items}, unusable: {len(report.unusable)}; disagreements: "
             f"{len(disagreements.faithful)} labelled faithful, "
@@ -282,4 +295,4 @@ def print_calibration(report: CalibrationReport, measurement: Path | None) -> No
         )
     )
     verdict = "met" if report.threshold_met else "not met"
-    console.print(Text(f"threshold {verdict} (a report, not a gate); measurement: {measurement}"))
+    console.print(_text(f"threshold {verdict} (a report, not a gate); measurement: {measurement}"))

@@ -47,6 +47,7 @@ from citemark._calibration.run import (
 from citemark._chat import ChatModel, OpenAIChat
 from citemark._check import DEFAULT_HTML_ROWS, CheckResult, run_check
 from citemark._check.sinks import FORMATS
+from citemark._check.terminal import json_printable, printable
 from citemark._cli.console import CheckProgress, print_calibration, print_check, print_echo
 from citemark._diff import compare_runs, render_html, render_text
 from citemark._echo.plan import DEFAULT_ECHO_CASES
@@ -135,7 +136,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2, like every error."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {printable(message)} (see --help)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -622,12 +623,13 @@ def _answer(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     out = sys.stdout
-    out.write(answer.text.rstrip() + "\n\n")
+    out.write(printable(answer.text.rstrip(), keep_lines=True) + "\n\n")
     if not checks:
         out.write("No citations: the model abstained.\n")
     for check in checks:
         c = check.citation
-        out.write(f"[{c.marker}] {c.doc_id} {c.chunk_id or ''} {c.start}-{c.end} {check.outcome}\n")
+        line = f"[{c.marker}] {c.doc_id} {c.chunk_id or ''} {c.start}-{c.end} {check.outcome}"
+        out.write(printable(line) + "\n")
     return EXIT_OK
 
 
@@ -991,8 +993,11 @@ def _register(args: argparse.Namespace) -> int:
         f"{metric} >= {value:g}" for metric, value in registration.threshold.minimums().items()
     )
     sys.stdout.write(
-        f"registered {minimum} for label set {registration.label_set_sha256[:12]} "
-        f"({len(labels.items)} items) in {args.out}\n"
+        printable(
+            f"registered {minimum} for label set {registration.label_set_sha256[:12]} "
+            f"({len(labels.items)} items) in {args.out}"
+        )
+        + "\n"
     )
     return EXIT_OK
 
@@ -1068,9 +1073,10 @@ def _fail(args: argparse.Namespace, message: str, code: int, **facts: int | str)
     if getattr(args, "json", False):
         _print_json({"error": message, "exit_code": code, **facts})
     else:
-        sys.stderr.write(f"citemark: error: {message}\n")
+        sys.stderr.write(f"citemark: error: {printable(message)}\n")
     return code
 
 
 def _print_json(value: object) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, allow_nan=False) + "\n")
+    # json.dumps escapes the C0 controls; DEL and C1 (a CSI) are escaped here too.
+    sys.stdout.write(json_printable(json.dumps(value, ensure_ascii=False, allow_nan=False)) + "\n")

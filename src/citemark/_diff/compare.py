@@ -17,20 +17,22 @@ to compare them anyway, and a difference in the judge's identity or prompt hash 
 reported: two instruments, not one.
 
 The old run's rows are held in memory as small tuples (outcome, reason, verdict); the
-new run's are streamed.
+new run's are streamed. Both files are read as regular files only, and each line is
+parsed strictly (`citemark._strictjson.loads_strict`), so a line nested past the
+parser's depth is refused as ``check`` refuses one, with a structural reason.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from citemark._artifacts import ModelIdentity
+from citemark._artifacts import ModelIdentity, open_regular
 from citemark._errors import RunDiffError
 from citemark._reports import EvalReport
+from citemark._strictjson import StrictJSONError, line_reason, loads_strict
 
 if TYPE_CHECKING:
     import os
@@ -231,7 +233,8 @@ def _why(old: RowState, new: RowState) -> tuple[ChangeKind, ...]:
 def _report(folder: Path) -> EvalReport:
     path = folder / _REPORT
     try:
-        data = path.read_bytes()
+        with open_regular(path) as handle:
+            data = handle.read()
     except OSError:
         msg = f"{folder.name}/{_REPORT} is missing or cannot be read: is it a check output folder?"
         raise RunDiffError(msg) from None
@@ -248,7 +251,7 @@ def _report(folder: Path) -> EvalReport:
 def _states(path: Path) -> Iterator[tuple[_Key, RowState]]:
     seen: dict[str, int] = {}
     try:
-        handle = path.open("rb")
+        handle = open_regular(path)
     except OSError:
         msg = f"{path.parent.name}/{_ROWS} is missing or cannot be read"
         raise RunDiffError(msg) from None
@@ -264,8 +267,18 @@ def _states(path: Path) -> Iterator[tuple[_Key, RowState]]:
 
 def _state(path: Path, number: int, raw: bytes) -> tuple[RowState, str | None]:
     record: Any = None
+    problem: str | None = None
     try:
-        record = json.loads(raw)
+        record = loads_strict(raw.decode("utf-8"), max_bytes=None)
+    except StrictJSONError as exc:
+        problem = line_reason(exc)
+    except UnicodeDecodeError:
+        problem = "not UTF-8"
+    if problem is not None:
+        # Raised outside the except block: the refusal chains nothing.
+        msg = f"{path.parent.name}/{_ROWS} line {number} is not a row record ({problem})"
+        raise RunDiffError(msg)
+    try:
         line = record["line"]
         outcome = record["outcome"]
         if not isinstance(line, int) or not isinstance(outcome, str):

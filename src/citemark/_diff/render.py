@@ -3,7 +3,9 @@
 The page uses ``report.html``'s own style sheet, so a diff looks like the reports it
 compares; it has no script, and its content security policy allows only that style.
 Row ids are untrusted text from the input and are escaped; everything else on the
-page is a count, a code, a hash or a model identity.
+page is a count, a code, a hash or a model identity. In the text, every line is
+passed through `citemark._check.terminal.printable`: an id (or a recorded reason or
+judge name) holding a terminal escape or a newline is shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from citemark._check.html import _STYLE as REPORT_STYLE
 from citemark._check.html import _counts_html, _csp_hash, _e
+from citemark._check.terminal import printable
 
 if TYPE_CHECKING:
     from citemark._artifacts import ModelIdentity
@@ -86,7 +89,7 @@ def render_text(diff: RunDiff, *, most: int = _MAX_TEXT_ROWS) -> str:
     left = len(diff.changes) - most
     if left > 0:
         lines.append(f"  and {left} more (--json lists every row)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def render_html(diff: RunDiff, *, old_name: str, new_name: str) -> str:

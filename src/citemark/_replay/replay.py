@@ -13,33 +13,52 @@ again for any call past them.
 takes the judge's identity from ``report.json``. Every check failure is a
 `citemark.ReplayError` naming the file, the line and the field, never a prompt or a
 reply.
+
+A recording is read as a stream: only a regular file is opened (a FIFO or a link to
+``/dev/zero`` is refused at once), each line is read up to a bounded length and
+parsed strictly, and a recorded reply larger than the live client accepts
+(`citemark._chat.DEFAULT_MAX_REPLY_BYTES`) is refused, so a replay serves nothing a
+live judge could not have sent.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NoReturn
 
 from pydantic import ValidationError
 
-from citemark._chat import Completion
+from citemark._artifacts import (
+    LineTooLongError,
+    NotRegularFileError,
+    bounded_lines,
+    open_regular,
+)
+from citemark._chat import DEFAULT_MAX_REPLY_BYTES, Completion
 from citemark._errors import ChatError, JudgeReplyNotRecordedError, ReplayError
 from citemark._replay.calls import JUDGE_CALLS_NAME, JudgeCall, full_prompt_sha256
 from citemark._strictjson import StrictJSONError, loads_strict
 from citemark._sync import run_sync
 
 if TYPE_CHECKING:
+    import io
     import os
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
+    from typing import BinaryIO
 
 __all__ = ["ReplayChat"]
 
 _REPORT_NAME: Final = "report.json"
 # Keys of a judge-calls.jsonl line that say which row made the call, not what it was.
 _ROW_KEYS: Final = ("line", "id", "run_id")
+# The longest line of a recording: the largest reply the live client takes, written
+# with JSON's escapes (an astral character, four bytes in a reply, is twelve as
+# \ud83d\ude00), and room for the call's other fields.
+_MAX_LINE_BYTES: Final = 3 * DEFAULT_MAX_REPLY_BYTES + (1 << 16)
+# The largest report.json read back; a check's report is far smaller.
+_MAX_REPORT_BYTES: Final = 64 << 20
 
 
 class ReplayChat:
@@ -149,21 +168,24 @@ class ReplayChat:
             msg = f"{_REPORT_NAME} records no SHA-256 for {JUDGE_CALLS_NAME}"
             raise ReplayError(msg)
         path = root / JUDGE_CALLS_NAME
-        try:
-            actual = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            _missing(path)
-        if actual != recorded_hash:
-            msg = (
-                f"{JUDGE_CALLS_NAME} has SHA-256 {actual}, but {_REPORT_NAME} records "
-                f"{recorded_hash}: the recording was changed after the run"
-            )
-            raise ReplayError(msg)
         provider, model = judge.get("provider"), judge.get("model")
         if not isinstance(provider, str) or not isinstance(model, str):
             msg = f"{_REPORT_NAME}'s judge has no provider and model"
             raise ReplayError(msg)
-        return cls(_read_calls(path), provider=provider, model=model)
+        # One open file is hashed, then read: what is checked is what is replayed.
+        with _opened(path) as handle:
+            try:
+                actual = hashlib.file_digest(handle, "sha256").hexdigest()
+                handle.seek(0)
+            except OSError:
+                _missing(path)
+            if actual != recorded_hash:
+                msg = (
+                    f"{JUDGE_CALLS_NAME} has SHA-256 {actual}, but {_REPORT_NAME} records "
+                    f"{recorded_hash}: the recording was changed after the run"
+                )
+                raise ReplayError(msg)
+            return cls(_calls_in(path, handle), provider=provider, model=model)
 
     @property
     def provider(self) -> str:
@@ -248,10 +270,29 @@ def _missing(path: Path) -> NoReturn:
     raise ReplayError(msg)
 
 
-def _read_report(path: Path) -> dict[str, object]:
+def _opened(path: Path) -> io.BufferedReader:
+    """``path`` open for reading, or a `ReplayError`: missing, unreadable, not a regular file."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return open_regular(path)
+    except NotRegularFileError:
+        msg = f"{path.name} is not a regular file"
+    except OSError:
+        _missing(path)
+    raise ReplayError(msg)
+
+
+def _read_report(path: Path) -> dict[str, object]:
+    with _opened(path) as handle:
+        try:
+            data = handle.read(_MAX_REPORT_BYTES + 1)
+        except OSError:
+            _missing(path)
+    if len(data) > _MAX_REPORT_BYTES:
+        msg = f"{path.name} is larger than {_MAX_REPORT_BYTES} bytes: not a check report"
+        raise ReplayError(msg)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
         _missing(path)
     try:
         value = loads_strict(text)
@@ -265,25 +306,42 @@ def _read_report(path: Path) -> dict[str, object]:
 
 
 def _read_calls(path: Path) -> list[JudgeCall]:
-    calls: list[JudgeCall] = []
-    try:
-        handle = path.open("rb")
-    except OSError:
-        _missing(path)
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            calls.append(_call(path, number, raw))
-    return calls
+    with _opened(path) as handle:
+        return list(_calls_in(path, handle))
+
+
+def _calls_in(path: Path, handle: BinaryIO) -> Iterator[JudgeCall]:
+    """The recorded calls of an open recording, one bounded line at a time."""
+    lines = bounded_lines(handle, _MAX_LINE_BYTES)
+    while True:
+        problem: str | None = None
+        try:
+            number, raw = next(lines)
+        except StopIteration:
+            return
+        except LineTooLongError as exc:
+            number = exc.number
+            problem = (
+                f"is longer than {_MAX_LINE_BYTES} bytes: a recorded reply is at most "
+                f"{DEFAULT_MAX_REPLY_BYTES} bytes, as the live client takes"
+            )
+        except OSError:
+            _missing(path)
+        if problem is not None:
+            msg = f"{path.name} line {number} {problem}"
+            raise ReplayError(msg)
+        if raw.strip():
+            yield _call(path, number, raw)
 
 
 def _call(path: Path, number: int, raw: bytes) -> JudgeCall:
     problem: str | None = None
     value: object = None
     try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        value = loads_strict(raw.decode("utf-8"), max_bytes=None)
+    except StrictJSONError as exc:
+        problem = "nested too deep" if exc.kind == "nesting too deep" else "not JSON"
+    except UnicodeDecodeError:
         problem = "not JSON"
     if problem is None and not isinstance(value, dict):
         problem = "not a JSON object"
@@ -291,10 +349,22 @@ def _call(path: Path, number: int, raw: bytes) -> JudgeCall:
         assert isinstance(value, dict)  # noqa: S101 - narrowed just above
         fields = {key: item for key, item in value.items() if key not in _ROW_KEYS}
         try:
-            return JudgeCall.model_validate(fields)
+            call = JudgeCall.model_validate(fields)
         except ValidationError as exc:
             names = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]})
             known = [name for name in names if name in JudgeCall.model_fields]
             problem = "fields " + ", ".join(known) if known else "an unexpected field"
+        else:
+            if not _within_reply_limit(call.reply):
+                problem = "fields reply"
+            else:
+                return call
     msg = f"{path.name} line {number} is not a recorded judge call ({problem})"
     raise ReplayError(msg)
+
+
+def _within_reply_limit(reply: str | None) -> bool:
+    """Whether a recorded reply is no larger, in UTF-8, than the live client accepts."""
+    if reply is None or len(reply) * 4 <= DEFAULT_MAX_REPLY_BYTES:
+        return True
+    return len(reply.encode("utf-8", "surrogatepass")) <= DEFAULT_MAX_REPLY_BYTES
