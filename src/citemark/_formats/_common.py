@@ -81,7 +81,7 @@ def loads(raw: bytes | str, *, first: bool = False) -> object:
 # --- Line-per-record files ---------------------------------------------------------
 
 
-def text_lines(handle: BinaryIO) -> Iterator[tuple[int, str | None]]:
+def text_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, str | None]]:
     """The file's lines from its first non-blank one, as ``(1-based number, text)``.
 
     Each line is decoded as UTF-8 (a byte-order mark on the first line is dropped)

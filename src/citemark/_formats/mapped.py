@@ -35,7 +35,7 @@ from operator import getitem
 from typing import TYPE_CHECKING, Final, NamedTuple, cast
 
 from citemark._formats._base import Recorded
-from citemark._strictjson import StrictJSONError, line_reason, loads_strict
+from citemark._formats._common import json_lines, text_lines
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -151,18 +151,9 @@ def read(handle: Iterable[bytes], options: ReadOptions) -> Iterator[Recorded]:
 
 
 def _records(handle: Iterable[bytes], mapping: CheckedMapping) -> Iterator[Recorded]:
-    for line, raw in enumerate(handle, start=1):
-        try:
-            text = raw.decode("utf-8-sig" if line == 1 else "utf-8")
-        except UnicodeDecodeError:
-            yield Recorded(line, None, "not UTF-8 text")
-            continue
-        if not text.strip():
-            continue
-        try:
-            value = loads_strict(text, max_bytes=None)
-        except StrictJSONError as exc:
-            yield Recorded(line, None, line_reason(exc))
+    for line, value in json_lines(text_lines(handle)):
+        if isinstance(value, str):  # the line's reason
+            yield Recorded(line, None, value)
             continue
         try:
             yield Recorded(line, _row(value, mapping))

@@ -264,15 +264,17 @@ def failed(
     failures: list[str], findings: ScoreFindings, judge_text: str | None = None
 ) -> CitationScore:
     """Fail a row on deterministic findings: score 0, the findings first, the judge after."""
-    explanation = "Failed: " + "; ".join(failures) + "."
-    if judge_text:
-        explanation += f" The judge, grading only the resolved citations, said: {judge_text}"
+    tail = f" The judge, grading only the resolved citations, said: {judge_text}"
+    return _failed(failures, findings, tail if judge_text else "")
+
+
+def _failed(failures: list[str], findings: ScoreFindings, tail: str) -> CitationScore:
     return result(
         assessed=True,
         passed=False,
         score=0.0,
         reason=None,
-        explanation=explanation,
+        explanation="Failed: " + "; ".join(failures) + "." + tail,
         findings=findings,
     )
 
@@ -307,14 +309,5 @@ def failed_after(
             + tuple(c for c in codes if c not in findings.deterministic_failures)
         }
     )
-    explanation = "Failed: " + "; ".join(failures) + "."
-    if score.assessed and score.explanation:
-        explanation += " " + score.explanation
-    return result(
-        assessed=True,
-        passed=False,
-        score=0.0,
-        reason=None,
-        explanation=explanation,
-        findings=merged,
-    )
+    tail = " " + score.explanation if score.assessed and score.explanation else ""
+    return _failed(failures, merged, tail)
