@@ -20,6 +20,7 @@ from typing import Final
 
 __all__ = [
     "ABSTAIN_RULE",
+    "BRACKET_HEADER_PATTERN",
     "CITE_RULE",
     "DEFAULT_CITATION_PATTERN",
     "DEFAULT_INDEX_BASE",
@@ -55,6 +56,10 @@ NUMBERED_HEADER_PATTERN: Final = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 """A source header another formatter wrote; the number is in the one group that matched."""
+
+BRACKET_HEADER_PATTERN: Final = re.compile(r"^\[([0-9]+)\]", re.MULTILINE)
+"""A ``[n]`` source header at the start of a line, as `render_sources` writes them; the
+number in group 1 (for readers that look for the numbering in a recorded prompt)."""
 
 DEFAULT_INDEX_BASE: Final = 1
 """The number of the first source: marker ``[n]`` names ``sources[n - 1]``."""

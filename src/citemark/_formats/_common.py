@@ -20,6 +20,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from citemark._strictjson import StrictJSONError, line_reason, loads_strict
+from citemark._syntax import BRACKET_HEADER_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -45,7 +46,7 @@ _CSV_FIELD_LIMIT: Final = 2**31 - 1
 _QUESTION_KEYS: Final = ("question", "query", "input")
 # Source headers a prompt may number its sources with, at the start of a line.
 _HEADERS: Final = (
-    re.compile(r"^\[([0-9]+)\]", re.MULTILINE),
+    BRACKET_HEADER_PATTERN,
     re.compile(r"^Source ID: ?([0-9]+)", re.MULTILINE),
     re.compile(r"^Source ([0-9]+):", re.MULTILINE),
 )
