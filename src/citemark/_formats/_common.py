@@ -19,12 +19,15 @@ import csv
 import re
 from typing import TYPE_CHECKING, Final
 
+from citemark._formats._base import Recorded
 from citemark._strictjson import StrictJSONError, line_reason, loads_strict
 from citemark._syntax import BRACKET_HEADER_PATTERN
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from typing import BinaryIO
+
+    from citemark._formats._base import ReadOptions
 
 __all__ = [
     "JsonTokens",
@@ -37,7 +40,10 @@ __all__ = [
     "prompt_index_base",
     "prompt_order_differs",
     "question_from",
+    "recorded_row",
+    "retrieved_row",
     "source_from_document",
+    "text_field",
     "text_lines",
 ]
 
@@ -426,3 +432,72 @@ def prompt_order_differs(prompt: str, texts: list[str]) -> bool:
             return False
         positions.append(found)
     return positions != sorted(positions)
+
+
+def recorded_row(
+    line: int,
+    value: Mapping[str, object] | str,
+    build: Callable[[Mapping[str, object]], Recorded],
+) -> Recorded:
+    """The row ``build`` makes of a parsed record, or a malformed one for a reason.
+
+    ``value`` is a record or the reason it could not be read (as `json_lines` and
+    `csv_records` give them); a `MalformedError` from ``build`` is the record's reason.
+    """
+    if isinstance(value, str):
+        return Recorded(line=line, row=None, malformed=value)
+    try:
+        return build(value)
+    except MalformedError as exc:
+        return Recorded(line=line, row=None, malformed=str(exc))
+
+
+def text_field(
+    value: Mapping[str, object], key: str, *, required: bool = False, note: str = ""
+) -> str | None:
+    """A record's string field: None when absent (refused when ``required``).
+
+    Raises:
+        MalformedError: the field is missing though required, or is not a string;
+            the reason names the field (and ``note``), never its value.
+    """
+    found = value.get(key)
+    if found is None and required:
+        msg = f"{key} is missing"
+        raise MalformedError(msg)
+    if found is not None and not isinstance(found, str):
+        msg = f"{key} must be a string{note}"
+        raise MalformedError(msg)
+    return found
+
+
+def retrieved_row(  # noqa: PLR0913 - a trace's parts, as each trace reader found them
+    line: int,
+    row: dict[str, object],
+    retrievals: Sequence[Sequence[object]],
+    prompt: str,
+    options: ReadOptions,
+    *,
+    answered: bool,
+) -> Recorded:
+    """A trace's row once its answer is known: its one retrieval as the sources, checked.
+
+    The row is un-assessed when the trace holds no retrieval, several, a prompt that
+    shows the documents in another order, or no answer (``answered`` False); the
+    base is read off the prompt when no ``--index-base`` was given and the prompt
+    numbers the documents from 0.
+    """
+    if not retrievals:
+        return Recorded(line, row, unassessed="no_retrieval_recorded")
+    if len(retrievals) > 1:
+        return Recorded(line, row, unassessed="several_retrievals")
+    sources = [source_from_document(n, d) for n, d in enumerate(retrievals[0], start=1)]
+    row["sources"] = sources
+    if prompt_order_differs(prompt, [str(source["text"]) for source in sources]):
+        return Recorded(line, row, unassessed="source_order_not_recorded")
+    if not answered:
+        return Recorded(line, row, unassessed="no_answer")
+    if options.index_base is None and prompt_index_base(prompt, len(sources)) == 0:
+        row["index_base"] = 0
+        return Recorded(line, row, index_base_from_prompt=True)
+    return Recorded(line, row)

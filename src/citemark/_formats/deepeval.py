@@ -39,8 +39,11 @@ from typing import TYPE_CHECKING, Final
 from citemark._formats._base import Recorded
 from citemark._formats._common import (
     JsonTokens,
+    MalformedError,
     csv_records,
     json_lines,
+    recorded_row,
+    text_field,
     text_lines,
 )
 from citemark._strictjson import StrictJSONError, line_reason, loads_strict
@@ -182,41 +185,20 @@ def _element_value(element: bytes | _ArrayError) -> Mapping[str, object] | str:
 # --- One test case to one row ------------------------------------------------------
 
 
-class _MalformedError(ValueError):
-    """A test case is not a row; the message is a structural reason written here."""
-
-
 def _recorded(
     line: int, value: Mapping[str, object] | str, options: ReadOptions, *, joined: bool
 ) -> Recorded:
-    if isinstance(value, str):
-        return Recorded(line=line, row=None, malformed=value)
-    try:
-        return _test_case(line, value, options, joined=joined)
-    except _MalformedError as exc:
-        return Recorded(line=line, row=None, malformed=str(exc))
+    return recorded_row(line, value, lambda v: _test_case(line, v, options, joined=joined))
 
 
 def _test_case(
     line: int, value: Mapping[str, object], options: ReadOptions, *, joined: bool
 ) -> Recorded:
-    answer = value.get("actual_output")
-    if answer is None:
-        msg = "actual_output is missing"
-        raise _MalformedError(msg)
-    if not isinstance(answer, str):
-        msg = "actual_output must be a string"
-        raise _MalformedError(msg)
-    question = value.get("input")
-    if question is not None and not isinstance(question, str):
-        msg = "input must be a string"
-        raise _MalformedError(msg)
+    answer = text_field(value, "actual_output", required=True)
+    question = text_field(value, "input")
     row: dict[str, object] = {}
-    name = value.get("name")
+    name = text_field(value, "name")
     if name is not None:
-        if not isinstance(name, str):
-            msg = "name must be a string"
-            raise _MalformedError(msg)
         row["id"] = name
     row |= {"question": question or "", "answer": answer}
     if options.index_base is not None:
@@ -232,7 +214,7 @@ def _test_case(
         contexts = [contexts]
     if not isinstance(contexts, list) or not all(isinstance(text, str) for text in contexts):
         msg = "retrieval_context must be a list of strings"
-        raise _MalformedError(msg)
+        raise MalformedError(msg)
     row["sources"] = [_source(number, text) for number, text in enumerate(contexts, start=1)]
     return Recorded(line=line, row=row)
 

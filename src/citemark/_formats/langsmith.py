@@ -45,9 +45,8 @@ from citemark._formats._common import (
     answer_from_output,
     loads,
     message_texts,
-    prompt_index_base,
-    prompt_order_differs,
     question_from,
+    retrieved_row,
     source_from_document,
 )
 
@@ -223,24 +222,11 @@ def _rooted(
         answer = _llm_answer(last_llm)
     if answer is _UNPARSED:
         return Recorded(line, row, unassessed="structured_output_not_parsed")
-    if isinstance(answer, str | dict):
+    answered = isinstance(answer, str | dict)
+    if answered:
         row["answer"] = answer
-    retrievals = _retrievals(runs)
-    if not retrievals:
-        return Recorded(line, row, unassessed="no_retrieval_recorded")
-    if len(retrievals) > 1:
-        return Recorded(line, row, unassessed="several_retrievals")
-    sources = [source_from_document(n, d) for n, d in enumerate(retrievals[0], start=1)]
-    row["sources"] = sources
     prompt = _prompt(last_llm) if last_llm is not None else ""
-    if prompt_order_differs(prompt, [str(source["text"]) for source in sources]):
-        return Recorded(line, row, unassessed="source_order_not_recorded")
-    if not isinstance(answer, str | dict):
-        return Recorded(line, row, unassessed="no_answer")
-    if options.index_base is None and prompt_index_base(prompt, len(sources)) == 0:
-        row["index_base"] = 0
-        return Recorded(line, row, index_base_from_prompt=True)
-    return Recorded(line, row)
+    return retrieved_row(line, row, _retrievals(runs), prompt, options, answered=answered)
 
 
 class _Unparsed:

@@ -45,10 +45,8 @@ from citemark._formats._common import (
     answer_from_output,
     loads,
     message_texts,
-    prompt_index_base,
-    prompt_order_differs,
     question_from,
-    source_from_document,
+    retrieved_row,
 )
 from citemark._strictjson import StrictJSONError, loads_strict
 
@@ -326,22 +324,8 @@ def _rooted(
     documents = _retrievals(spans)
     if isinstance(documents, _Marker):
         return Recorded(where, row, unassessed="sources_truncated")
-    if not documents:
-        return Recorded(where, row, unassessed="no_retrieval_recorded")
-    if len(documents) > 1:
-        return Recorded(where, row, unassessed="several_retrievals")
-    sources = [source_from_document(n, d) for n, d in enumerate(documents[0], start=1)]
-    row["sources"] = sources
     prompt = _prompt(model) if model is not None else ""
-    texts = [str(source["text"]) for source in sources]
-    if prompt_order_differs(prompt, texts):
-        return Recorded(where, row, unassessed="source_order_not_recorded")
-    if answer is None:
-        return Recorded(where, row, unassessed="no_answer")
-    if options.index_base is None and prompt_index_base(prompt, len(sources)) == 0:
-        row["index_base"] = 0
-        return Recorded(where, row, index_base_from_prompt=True)
-    return Recorded(where, row)
+    return retrieved_row(where, row, documents, prompt, options, answered=answer is not None)
 
 
 class _Marker:

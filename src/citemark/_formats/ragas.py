@@ -39,7 +39,14 @@ import ast
 from typing import TYPE_CHECKING
 
 from citemark._formats._base import Recorded
-from citemark._formats._common import csv_records, json_lines, text_lines
+from citemark._formats._common import (
+    MalformedError,
+    csv_records,
+    json_lines,
+    recorded_row,
+    text_field,
+    text_lines,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -110,35 +117,17 @@ def _chain(
 # --- One sample to one row -------------------------------------------------------
 
 
-class _MalformedError(ValueError):
-    """A sample is not a row; the message is a structural reason written here."""
-
-
 def _recorded(
     line: int, value: Mapping[str, object] | str, options: ReadOptions, *, from_csv: bool = False
 ) -> Recorded:
-    if isinstance(value, str):
-        return Recorded(line=line, row=None, malformed=value)
-    try:
-        return _sample(line, value, options, from_csv=from_csv)
-    except _MalformedError as exc:
-        return Recorded(line=line, row=None, malformed=str(exc))
+    return recorded_row(line, value, lambda v: _sample(line, v, options, from_csv=from_csv))
 
 
 def _sample(
     line: int, value: Mapping[str, object], options: ReadOptions, *, from_csv: bool
 ) -> Recorded:
-    answer = value.get("response")
-    if answer is None:
-        msg = "response is missing"
-        raise _MalformedError(msg)
-    if not isinstance(answer, str):
-        msg = "response must be a string"
-        raise _MalformedError(msg)
-    question = value.get("user_input")
-    if question is not None and not isinstance(question, str):
-        msg = "user_input must be a string (a multi-turn sample is not read)"
-        raise _MalformedError(msg)
+    answer = text_field(value, "response", required=True)
+    question = text_field(value, "user_input", note=" (a multi-turn sample is not read)")
     row: dict[str, object] = {"question": question or "", "answer": answer}
     if options.index_base is not None:
         row["index_base"] = options.index_base
@@ -148,16 +137,16 @@ def _sample(
         return Recorded(line=line, row=row, unassessed="no_retrieval_recorded")
     if not all(isinstance(text, str) for text in contexts):
         msg = "retrieved_contexts must be a list of strings"
-        raise _MalformedError(msg)
+        raise MalformedError(msg)
     ids = _list_field(value, "retrieved_context_ids", from_csv=from_csv)
     if ids is None:
         ids = [str(number) for number in range(1, len(contexts) + 1)]
     elif not all(isinstance(item, str) or _is_int(item) for item in ids):
         msg = "retrieved_context_ids must be a list of strings or integers"
-        raise _MalformedError(msg)
+        raise MalformedError(msg)
     elif len(ids) != len(contexts):
         msg = f"retrieved_context_ids has {len(ids)} entries for {len(contexts)} retrieved_contexts"
-        raise _MalformedError(msg)
+        raise MalformedError(msg)
     row["sources"] = [
         {"text": text, "doc_id": str(doc_id)} for text, doc_id in zip(contexts, ids, strict=True)
     ]
@@ -173,11 +162,11 @@ def _list_field(value: Mapping[str, object], name: str, *, from_csv: bool) -> li
         parsed = repr_list(field) if isinstance(field, str) else None
         if parsed is None:
             msg = f"{name} is not a list as Ragas writes it in CSV"
-            raise _MalformedError(msg)
+            raise MalformedError(msg)
         return list(parsed)
     if not isinstance(field, list):
         msg = f"{name} must be a list"
-        raise _MalformedError(msg)
+        raise MalformedError(msg)
     return field
 
 
