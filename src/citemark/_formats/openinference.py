@@ -91,6 +91,7 @@ __all__ = [
     "Bad",
     "Span",
     "TraceRow",
+    "as_recorded",
     "assess_trace",
     "bare_row",
     "read",
@@ -638,14 +639,7 @@ class _TraceReader:
 
     def _emit(self, row: TraceRow | Bad) -> Recorded:
         self._emitted += 1
-        if isinstance(row, Bad):
-            return Recorded(line=self._emitted, row=None, malformed=row.reason)
-        return Recorded(
-            line=self._emitted,
-            row=row.row,
-            unassessed=row.unassessed,
-            index_base_from_prompt=row.from_prompt,
-        )
+        return as_recorded(self._emitted, row)
 
     def _malformed(self, reason: str) -> Recorded:
         return self._emit(Bad(0, reason))
@@ -1097,3 +1091,15 @@ def _highest_number(segments: Sequence[_Segment], matched: Sequence[_Segment]) -
     first = min(segment.position for segment in matched)
     styles = {segment.style for segment in matched}
     return max(s.number for s in segments if s.position >= first and s.style in styles)
+
+
+def as_recorded(position: int, row: TraceRow | Bad) -> Recorded:
+    """A trace's row (or why it is not one) as the `Recorded` at ``position``."""
+    if isinstance(row, Bad):
+        return Recorded(line=position, row=None, malformed=row.reason)
+    return Recorded(
+        line=position,
+        row=row.row,
+        unassessed=row.unassessed,
+        index_base_from_prompt=row.from_prompt,
+    )

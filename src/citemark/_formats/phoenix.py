@@ -45,6 +45,7 @@ from citemark._formats.openinference import (
     Bad,
     Span,
     TraceRow,
+    as_recorded,
     assess_trace,
     bare_row,
 )
@@ -171,14 +172,7 @@ class _Traces:
 
     def _emit(self, row: TraceRow | Bad) -> Recorded:
         self._emitted += 1
-        if isinstance(row, Bad):
-            return Recorded(line=self._emitted, row=None, malformed=row.reason)
-        return Recorded(
-            line=self._emitted,
-            row=row.row,
-            unassessed=row.unassessed,
-            index_base_from_prompt=row.from_prompt,
-        )
+        return as_recorded(self._emitted, row)
 
 
 def _span(number: int, row: Mapping[str, Any]) -> Span | Bad:
