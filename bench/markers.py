@@ -16,8 +16,14 @@ absolute pass/fail timings:
    Then the two scans every answer needs, the masking read and the scan for groups,
    are timed alone on the mix against the same floor: a bound no result-building
    speed-up can go below.
-2. Linearity: a 2 MB answer against a 1 MB answer. Target: ratio <= 2.3.
-3. ReDoS probes of 1 MB each: every one under 1 s.
+2. The reference implementations doing the same job on the mix (issue 24):
+   markdown-it-py (parse, then a token walk to the visible text) and cmark
+   (cmark-gfm's C parser with its table extension, then its C renderer: cmarkgfm
+   binds no AST walk, see `cmark_pass`), each followed by the group scan, beside the
+   ``findall`` floor. Targets: markdown-it-py at least 2x slower than ``resolve``,
+   ``resolve`` at most 1.2x cmark.
+3. Linearity: a 2 MB answer against a 1 MB answer. Target: ratio <= 2.3.
+4. ReDoS probes of 1 MB each: every one under 1 s.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ import random
 import re
 import time
 from typing import TYPE_CHECKING
+
+import cmarkgfm
+from markdown_it import MarkdownIt
 
 from citemark import Source, SynthesisError, masked_spans, parse_markers, resolve
 from citemark._markers import OPENERS, _may_mask
@@ -233,6 +242,78 @@ def bench_resolve() -> float:
     return ratio
 
 
+_MD = MarkdownIt("commonmark").enable("table")
+
+
+def markdown_it_pass(texts: list[str]) -> int:
+    """markdown-it-py: parse, then walk the tokens to the visible text, and find groups.
+
+    Visible text is what `citemark.parse_markers` reads markers from: the ``text``
+    children of inline tokens and the content of HTML blocks; code, raw HTML and
+    link destinations are left out, as they are by the marker parser.
+    """
+    found = 0
+    for text in texts:
+        pieces = []
+        for token in _MD.parse(text):
+            if token.type == "inline":
+                pieces.extend(c.content for c in token.children or () if c.type == "text")
+            elif token.type == "html_block":
+                pieces.append(token.content)
+        found += len(BARE.findall("\x00".join(pieces)))
+    return found
+
+
+def cmark_pass(texts: list[str]) -> int:
+    """cmark (cmark-gfm's C core with its table extension): parse and render, in C.
+
+    cmarkgfm exposes no AST walk to Python (of the node API only the parse and
+    ``cmark_node_get_type`` are bound), so the closest honest equivalent is the
+    parse followed by the HTML renderer, which is itself a walk over the whole AST,
+    in C; the markers are then found in the rendered text by one ``findall``. A
+    Python walk would cost more, so this is the hardest cmark figure to meet.
+    """
+    found = 0
+    for text in texts:
+        html = cmarkgfm.markdown_to_html_with_extensions(text, extensions=["table"])
+        found += len(BARE.findall(html))
+    return found
+
+
+def bench_contenders() -> tuple[float, float]:
+    """resolve against markdown-it-py and cmark doing the same job on the mix."""
+    sources = [Source(text=f"source {i}", doc_id=f"d{i}") for i in range(5)]
+    texts = realistic_answers(3000)
+
+    def ours() -> None:
+        for text in texts:
+            resolve(text, sources)
+
+    def scan() -> None:
+        for text in texts:
+            parse_markers(text)
+
+    base, mine, parse, mdit, cmark = interleaved(
+        5,
+        lambda: bare_pass(texts, len(sources)),
+        ours,
+        scan,
+        lambda: markdown_it_pass(texts),
+        lambda: cmark_pass(texts),
+    )
+    print(
+        f"contenders over 3,000 answers of the mix: findall floor {base * 1e3:.1f} ms; "
+        f"resolve {mine * 1e3:.1f} ms; parse_markers {parse * 1e3:.1f} ms; "
+        f"markdown-it-py {mdit * 1e3:.1f} ms; cmark {cmark * 1e3:.1f} ms"
+    )
+    print(
+        f"  markdown-it-py / resolve: {mdit / mine:.2f}x (target >= 2.0); "
+        f"resolve / cmark: {mine / cmark:.2f}x (target <= 1.2); "
+        f"parse_markers / cmark: {parse / cmark:.2f}x; resolve / floor: {mine / base:.2f}"
+    )
+    return mdit / mine, mine / cmark
+
+
 def best_of(repeats: int, func: Callable[[], object]) -> float:
     best = float("inf")
     for _ in range(repeats):
@@ -289,6 +370,7 @@ def bench_probes() -> float:
 
 def main() -> None:
     bench_resolve()
+    bench_contenders()
     bench_linearity()
     bench_probes()
 

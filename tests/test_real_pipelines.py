@@ -42,7 +42,7 @@ RECORDED = [
     ),
     (
         "It opened in 1889.[^1] It is 330 m tall.[^2]\n\n[^1]: Passage 1\n[^2]: Passage 2",
-        ["footnote"] * 4,
+        ["footnote", "footnote", "footnote", "prose_reference", "footnote", "prose_reference"],
     ),
     ("It opened in 1889 [0; 1] and Eiffel built it [2].", ["semicolon_list"]),
     (
@@ -166,7 +166,7 @@ class TestUnrecognized:
         assert [t["kind"] for t in record["unrecognized"]] == kinds
         report = json.loads((out / "report.json").read_text())["check"]
         assert report["rows_with_unrecognized"] == 1
-        assert report["unrecognized"] == {"footnote": 4}
+        assert report["unrecognized"] == {"footnote": 4, "prose_reference": 2}
 
     def test_strict_rejects_naming_kind_and_offset_never_text(self):
         answer = "Opened in 1889 [1-2] CANARY-TEXT."

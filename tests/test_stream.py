@@ -119,3 +119,26 @@ class TestAgreesWithResolve:
                 stream.finish()
         else:
             assert expected == stream.finish()
+
+
+class TestFailFastAfterClosedCode:
+    """Issue 24, item 6: a closed code span before a marker no longer makes it wait."""
+
+    def test_closed_span_then_marker_raises_at_once(self):
+        """With two sources, "After code `a[1]` comes [8]": no continuation can hide [8]."""
+        stream = StreamingResolver(SOURCES[:2])
+        with pytest.raises(MarkerOutOfRangeError) as info:
+            for piece in ["After code `a[1]` comes [8]", " and more", " text."]:
+                stream.feed(piece)
+        assert 8 == info.value.marker
+        assert "After code `a[1]` comes [8]" == stream.text
+
+    def test_a_label_position_still_waits(self):
+        """A group after "[a]" waits: a later definition of 8 would make it a label."""
+        _, raised = feed_all(["[a][8]", " more", "\n\nand more"])
+        assert raised is None
+
+    def test_an_open_span_still_waits(self):
+        """After an unmatched backtick the marker waits for the paragraph to end."""
+        _, raised = feed_all(["Use `a [8]", " b", "\n\nnext"])
+        assert 2 == raised

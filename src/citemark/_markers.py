@@ -21,7 +21,7 @@ from functools import partial
 from typing import NamedTuple
 
 from citemark._md_blocks import block_spans
-from citemark._md_fast import INDENTED, INDENTED_LINE, fast_spans, quick_spans
+from citemark._md_fast import INDENTED, INDENTED_AFTER_CR, INDENTED_LINE, fast_spans, quick_spans
 from citemark._syntax import GROUP_PATTERN, INT_PATTERN
 
 __all__ = ["OPENERS", "MarkerOccurrence", "MaskedSpan", "masked_spans", "parse_markers", "unmask"]
@@ -185,7 +185,8 @@ def _may_mask(text: str) -> bool:
     whole text (they are a C ``memchr``; a longer needle is scanned character by
     character): ``](`` and ``]:`` are looked for at each ``(`` and ``:``, ``~~~`` only
     if a ``~`` is there, and four spaces only where indentation can be, at the start
-    of a line after nothing but spaces and container markers (`_INDENTED`).
+    of a line (after a line feed or a lone carriage return) after nothing but
+    spaces and container markers (`_INDENTED`).
     """
     if "`" in text or "<" in text or "|" in text or "\t" in text:
         return True
@@ -197,7 +198,11 @@ def _may_mask(text: str) -> bool:
             if text[at - 1] == "]":
                 return True
             at = text.find(char, at + 1)
-    return _INDENTED.match(text) is not None or _INDENTED_LINE.search(text) is not None
+    return (
+        _INDENTED.match(text) is not None
+        or _INDENTED_LINE.search(text) is not None
+        or ("\r" in text and INDENTED_AFTER_CR.search(text) is not None)
+    )
 
 
 # Four spaces after nothing but spaces, block quote and list markers at a line start:

@@ -29,7 +29,7 @@ from citemark._md_inline import (
     normalize_label,
 )
 
-__all__ = ["block_spans", "fence_end"]
+__all__ = ["block_spans", "fence_end", "pipe_only", "row_cells"]
 
 _EOL = re.compile(r"\r\n|\r|\n")
 _ATX = re.compile(r"#{1,6}+(?:[ \t]|$)")
@@ -63,7 +63,6 @@ _HTML_END = {
     "t4": re.compile(r">"),
     "t5": re.compile(r"\]\]>"),
 }
-_T1_NAMES = re.compile(r"</?(?:script|pre|style|textarea)\b", re.IGNORECASE)
 _DELIMITER_ROW = re.compile(r"\|?+[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?+[ \t]*+$")
 # Characters that may start a block other than a paragraph (or indentation).
 _SPECIAL = frozenset("#`~<*+-_=>0123456789|:")
@@ -94,13 +93,13 @@ class _Block:
 
 
 class _Scanner:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, defined: frozenset[str] = frozenset()) -> None:
         self.text = text
         self.spans: list[Span] = []
         self.inline: list[list[tuple[int, int]]] = []  # queued inline content, as pieces
         self.html: list[list[tuple[int, int]]] = []
-        self.labels: set[str] = set()
-        self.may_define = "]:" in text
+        self.labels: set[str] = set(defined)
+        self.may_define = bool(defined) or "]:" in text
         self.stack: list[_Block] = [_Block(DOC)]
         self.offset = self.column = self.nns = self.nns_col = self.indent = self.end = 0
         self.partial = self.blank = False
@@ -331,7 +330,9 @@ class _Scanner:
             return
         if len(stack) == 2 and top.kind == TABLE and start < end:  # noqa: PLR2004 - a top-level table
             lead = text[start]
-            if lead == "|" or (lead not in _SPECIAL and lead > " "):
+            if (lead == "|" and not pipe_only(text, start, end)) or (
+                lead not in _SPECIAL and lead > " "
+            ):
                 self._row(top.a, start, end)  # a row: no other block starts with these
                 return
         if len(stack) <= 2 and start < end and text[start] not in _SPECIAL and text[start] > " ":  # noqa: PLR2004
@@ -447,6 +448,8 @@ class _Scanner:
             return 0
         if kind == HTML:
             return 1 if self.blank and block.a >= 6 else 0  # noqa: PLR2004
+        if kind == TABLE and pipe_only(self.text, self.nns, self.end):
+            return 1  # as cmark-gfm: a row of only "|" has no cell and ends the table
         return 1 if self.blank else 0  # PARA, TABLE
 
     def _start(self, container: _Block) -> int:
@@ -482,10 +485,10 @@ class _Scanner:
             if char == "<":
                 m = _HTML_START.match(text, nns, end)
                 if m is not None and m.lastgroup is not None:
+                    # As cmark: a complete tag alone on its line is type 7 whatever its
+                    # name, "</pre>" and "<script/>" too (type 1 needs an opening tag).
                     htype = int(m.lastgroup[1])
-                    if htype == 7 and _T1_NAMES.match(text, nns, end):  # noqa: PLR2004
-                        m = None
-                    elif htype < 7 or (  # noqa: PLR2004
+                    if htype < 7 or (  # noqa: PLR2004
                         container.kind != PARA
                         and not (
                             not self.all_closed and not self.blank and self.stack[-1].kind == PARA
@@ -632,6 +635,11 @@ def fence_end(text: str, pos: int) -> int:
     return -1 if close is None else close.end()
 
 
+def pipe_only(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is one ``|`` and blanks: a row of no cell in cmark-gfm."""
+    return text[start:end].strip(" \t") == "|"
+
+
 def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The trimmed cells of a table row: split at unescaped pipes, outer pipes optional.
 
@@ -717,6 +725,15 @@ def _map(span: Span, lines: list[tuple[int, int]], starts: list[int]) -> list[Sp
     return out
 
 
-def block_spans(text: str) -> list[Span]:
-    """Every range of ``text`` a reader of the rendered Markdown does not see as text."""
-    return _Scanner(text).run()
+def block_spans(text: str, defined: frozenset[str] = frozenset()) -> list[Span]:
+    """Every range of ``text`` a reader of the rendered Markdown does not see as text.
+
+    ``defined`` holds normalized labels to read as defined besides the text's own
+    definitions: what a definition appended later would do (the stream asks).
+    """
+    return _Scanner(text, defined).run()
+
+
+def row_cells(text: str, start: int, end: int) -> int:
+    """How many cells the table row ``text[start:end]`` has, split as cmark-gfm splits it."""
+    return len(_cells(text, start, end))

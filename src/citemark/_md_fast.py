@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import re
 
-from citemark._md_blocks import _FENCE, _contiguous, _join, _map, fence_end
+from citemark._md_blocks import _FENCE, _contiguous, _join, _map, fence_end, pipe_only
 from citemark._md_inline import InlineScanner, Span
 
-__all__ = ["INDENTED", "INDENTED_LINE", "fast_spans", "quick_spans"]
+__all__ = ["INDENTED", "INDENTED_AFTER_CR", "INDENTED_LINE", "fast_spans", "quick_spans"]
 
 # A line that opens with an ordinary character, or with a backtick or tilde that
 # opens no fence: paragraph text in any context here.
@@ -45,6 +45,7 @@ _ODD_FIRST = re.compile(rf"(?!{_SIMPLE_LINE})")
 _LINE_PREFIX = r"(?:[>*+\-0-9.)]| (?!   ))*+    "
 INDENTED = re.compile(_LINE_PREFIX)
 INDENTED_LINE = re.compile("\n" + _LINE_PREFIX)
+INDENTED_AFTER_CR = re.compile("\r" + _LINE_PREFIX)  # a lone "\r" ends a line too
 _DELIMITER_ROW = re.compile(r"\|?+[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?+[ \t]*+$")
 
 
@@ -302,8 +303,8 @@ def _table(text: str, pos: int) -> int:
     if _cell_count(lines[0]) != count:
         return -1
     for line in lines[2:]:
-        if not line.startswith("|"):
-            return -1
+        if not line.startswith("|") or pipe_only(line, 0, len(line)):
+            return -1  # a row of only "|" ends the table: the full scanner reads on
         # A row that ends with a pipe has one cell fewer than pipes: the usual row is
         # settled by one count, the others by splitting it as the full scanner does.
         if (line.count("|") > count + 1 or not line.endswith("|")) and _cell_count(line) > count:

@@ -13,7 +13,8 @@ The scanner also holds the pieces the block scanner shares: the raw-HTML grammar
 reference definitions.
 
 Every routine here is linear in its input: backtick runs are indexed by length,
-raw-HTML closers found missing once are missing for every later start, and link
+raw-HTML closers found missing once are missing for every later start in the same
+block, and link
 tails are single possessive regular-expression matches.
 """
 
@@ -58,16 +59,24 @@ _CLOSERS = (("<!--", "-->"), ("<?", "?>"), ("<![CDATA[", "]]>"))
 
 
 class _RawHtml:
-    """Finds raw HTML at a ``<``; remembers closers that are missing."""
+    """Finds raw HTML at a ``<``; remembers closers that are missing.
 
-    def __init__(self) -> None:
+    ``inline`` is cmark's inline parser, where a comment found unclosed also turns
+    off CDATA sections and declarations for the rest of the block: they all start
+    with ``<!`` and cmark stops looking at ``<!`` once the comment scan has failed.
+    """
+
+    def __init__(self, *, inline: bool = False) -> None:
         self.missing: set[str] = set()
+        self.inline = inline
 
     def match(self, text: str, pos: int, end: int) -> int:
         """Return the end of the raw HTML starting at ``pos``, or -1."""
         m = _TAG.match(text, pos, end)
         if m is not None:
             return m.end()
+        if self.inline and "-->" in self.missing and text.startswith("<!", pos, end):
+            return -1
         if text.startswith("<!-->", pos, end):
             return pos + 5
         if text.startswith("<!--->", pos, end):
@@ -164,7 +173,7 @@ class InlineScanner:
 
     def __init__(self, labels: set[str]) -> None:
         self.labels = labels  # normalized labels of the document's definitions
-        self.raw = _RawHtml()
+        self.raw = _RawHtml(inline=True)
         self.last_paren = -1  # the last ")" of the content being scanned
 
     def scan(self, text: str, start: int, end: int, spans: list[Span]) -> None:  # noqa: PLR0915
@@ -176,6 +185,9 @@ class InlineScanner:
             and text.find("](", start, end) < 0
         ):
             return  # nothing here can start a masked construct
+        # cmark remembers a closer found missing for one block's content only: a
+        # later block may close what an earlier one left open.
+        self.raw.missing.clear()
         self.last_paren = text.rfind(")", start, end)
         ordered: list[tuple[int, int]] = []
         pos = text.find("`", start, end)

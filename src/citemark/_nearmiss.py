@@ -13,11 +13,19 @@ own systems and leak into answers: OpenAI's private-use-area sequences
 `find_unrecognized` reports each one with its offsets and a kind, so that an answer
 full of them can no longer pass for an abstention.
 
+Prose references written without brackets or parentheses, ``Passage 3``, ``Passage
+ID 3``, ``Source 2``, ``Document 1`` (the word capitalized or not, then spaces, ``:``
+or ``#``), are reported only when the caller gives the source count, and only when
+the number names a source under the numbering base (``1..N``, or ``0..N-1``): with
+three sources, "Document 1990" is a year, and "Source 2" is a reference.
+
 What is skipped: text inside code (`citemark.masked_spans` of kind ``code``), and
 text the grammar already reads as a marker group (`citemark.parse_markers`), so a
 group is never both a citation and unrecognized. Other masked spans (link
 destinations, raw HTML) are skipped too, except for autolinks, which are reported
-whether or not the masking hides them.
+whether or not the masking hides them, and footnotes that the masking reads as a
+reference link's label (``[^2]`` in ``[^1][^2]``) or as a link reference
+definition's (``[^1]: https://...``), which are reported as the footnotes they are.
 
 Linear in the text: one pass of one regular expression whose every alternative
 opens with a fixed character and whose inner runs are bounded and stop at the next
@@ -99,11 +107,24 @@ _PREFIXED: Final = re.compile(
 )
 _GEMINI: Final = re.compile(r"cite(?:_start|_end|:[ \t]*+[0-9][0-9, \t]*+)", re.IGNORECASE)
 _FOOTNOTE: Final = re.compile(r"\^[A-Za-z0-9_-]{1,32}+")
+# A bare prose reference: the word (capitalized or lower case, not inside a longer
+# word or a hyphenated one), an optional "ID", then spaces, ":" or "#", then an
+# integer that is not the start of a decimal or a longer word ("Source 2.5", "2nd").
+_PROSE: Final = re.compile(
+    r"(?<![\w-])(?:[Pp]assage|[Ss]ource|[Dd]ocument)(?:[ \t]++(?:ID|[Ii]d))?"
+    r"(?:[ \t]*+[:#][ \t]*+|[ \t]++)([0-9]{1,9}+)(?![\w]|[.,][0-9])"
+)
+# What every _PROSE match holds: three substring searches, far cheaper than the pass.
+_PROSE_STEMS: Final = ("ource", "assage", "ocument")
 _EMPHASIS: Final = re.compile(r"([*_]{1,3}+)[0-9]++(?:, *+[0-9]++)*+\1")
 
 
 def find_unrecognized(
-    text: str, exclude: Iterable[tuple[int, int]] | None = None
+    text: str,
+    exclude: Iterable[tuple[int, int]] | None = None,
+    *,
+    count: int | None = None,
+    index_base: int = 1,
 ) -> tuple[UnrecognizedToken, ...]:
     r"""Return every citation-like token of ``text`` that is not a marker, in order.
 
@@ -112,6 +133,11 @@ def find_unrecognized(
         exclude: Ranges ``(start, end)`` already read as citations; a token that
             overlaps one is not reported. By default, the groups
             `citemark.parse_markers` finds.
+        count: How many sources the answer was given. With it, bare prose
+            references (``Source 2``, ``Passage ID 3``) whose number names one of
+            them are reported too; without it, only the bracketed and
+            parenthesised forms are.
+        index_base: The number of the first source (1, or 0), for ``count``.
 
     Returns:
         The tokens, each with its kind, offsets and text. Never raises on any string.
@@ -125,11 +151,16 @@ def find_unrecognized(
         #> [('range', '[1-3]'), ('footnote', '[^2]'), ('openai_file_citation', '【4:0†source】')]
         ```
     """
-    return _find(text, exclude, None, None)
+    return _find(text, exclude, None, None, _numbers(count, index_base))
 
 
 def unrecognized_in(
-    text: str, unmasked: str, spans: list[MaskedSpan] | None
+    text: str,
+    unmasked: str,
+    spans: list[MaskedSpan] | None,
+    *,
+    count: int | None = None,
+    index_base: int = 1,
 ) -> tuple[UnrecognizedToken, ...]:
     """`find_unrecognized` with the parse `citemark.resolve` already made.
 
@@ -137,8 +168,15 @@ def unrecognized_in(
         text: The answer.
         unmasked: ``text`` with its masked spans overwritten (``_markers.unmask``).
         spans: ``text``'s masked spans, or None where they were not computed.
+        count: How many sources the answer was given (see `find_unrecognized`).
+        index_base: The number of the first source, for ``count``.
     """
-    return _find(text, None, unmasked, spans)
+    return _find(text, None, unmasked, spans, _numbers(count, index_base))
+
+
+def _numbers(count: int | None, base: int) -> range | None:
+    """The numbers that name a source, or None when the count is not known."""
+    return None if count is None else range(base, count + base)
 
 
 def _find(
@@ -146,8 +184,9 @@ def _find(
     exclude: Iterable[tuple[int, int]] | None,
     unmasked: str | None,
     spans: list[MaskedSpan] | None,
+    numbers: range | None,
 ) -> tuple[UnrecognizedToken, ...]:
-    candidates = _candidates(text)
+    candidates = _candidates(text, numbers)
     if not candidates:
         return ()
     if exclude is None:
@@ -165,44 +204,72 @@ def _find(
         if _overlaps(taken, taken_starts, start, end):
             continue
         i = bisect.bisect_right(span_starts, start) - 1
-        if i >= 0 and spans[i].end > start and (spans[i].kind == "code" or kind != "autolink"):
+        if i >= 0 and spans[i].end > start and _hides(spans[i], start, end, kind):
             continue
         out.append(UnrecognizedToken(kind=kind, start=start, end=end, text=text[start:end]))
     return tuple(out)
 
 
-def may_hold_unrecognized(text: str, groups: int) -> bool:
+def _hides(span: MaskedSpan, start: int, end: int, kind: UnrecognizedKind) -> bool:
+    """Whether the masked ``span``, which holds ``start``, keeps a candidate unreported.
+
+    Code always does. An autolink is reported whatever hides it, and so is a footnote
+    that is itself the label the masking read: a reference link's ``[^2]``, or the
+    ``[^1]`` that opens a link reference definition ``[^1]: https://...``.
+    """
+    if span.kind == "code":
+        return True
+    if kind == "autolink":
+        return False
+    if kind != "footnote" or span.start != start:
+        return True
+    return not (span.kind == "definition" or (span.kind == "link_label" and span.end == end))
+
+
+def may_hold_unrecognized(text: str, groups: int, *, count: int | None = None) -> bool:
     """Whether `find_unrecognized` could find anything, given the count of citing groups.
 
     The fast path of `citemark.resolve`: when every ``[`` of an ASCII text opens one of
     its ``groups`` citing marker groups and no other opener occurs, there is nothing
-    to find. False only when that is certain.
+    to find. False only when that is certain. ``count`` is the source count given to
+    `find_unrecognized`, if any.
     """
     if not text.isascii() or text.count("[") != groups:
         return True
     if "&" in text or "<" in text or "\\" in text:
         return True
+    if count and _may_hold_prose(text):
+        return True
     return "(" in text and _PARENS.search(text) is not None
 
 
 def may_hold_unrecognized_beyond(
-    text: str, *, lone_bracket: bool, unmasked: str | None = None
+    text: str, *, lone_bracket: bool, unmasked: str | None = None, count: int | None = None
 ) -> bool:
     """`may_hold_unrecognized` given whether a visible ``[`` opens no citing group.
 
     A candidate that starts inside a masked span is never reported unless it is an
-    autolink (which needs a ``<``), so only the ``[`` a reader sees count: with
-    every one of them opening a citing group, no bracket candidate can be found.
-    For the same reason, given ``unmasked`` (``text`` with its masked spans
-    overwritten, see ``_markers.unmask``), the characters other candidates open with
-    are looked for there: a ``(`` that only code holds opens nothing reported.
+    autolink (which needs a ``<``) or a footnote read as a link label (which needs
+    ``[^``), so only the ``[`` a reader sees count: with every one of them opening a
+    citing group, no other bracket candidate can be found. For the same reason,
+    given ``unmasked`` (``text`` with its masked spans overwritten, see
+    ``_markers.unmask``), the characters other candidates open with are looked for
+    there: a ``(`` that only code holds opens nothing reported. Given ``count`` (the
+    bare prose references are then looked for), a visible word stem of one counts.
     """
     visible = text if unmasked is None else unmasked
     if lone_bracket or not visible.isascii():
         return True
-    if "&" in visible or "<" in text or "\\" in visible:
+    if "&" in visible or "<" in text or "\\" in visible or ("^" in text and "[^" in text):
+        return True
+    if count and _may_hold_prose(visible):
         return True
     return "(" in visible and _PARENS.search(text) is not None
+
+
+def _may_hold_prose(text: str) -> bool:
+    """Whether ``text`` holds a word stem every bare prose reference holds."""
+    return any(stem in text for stem in _PROSE_STEMS)
 
 
 def parse_range(token: str) -> tuple[int, int] | None:
@@ -223,9 +290,19 @@ def parse_range(token: str) -> tuple[int, int] | None:
     return None
 
 
-def _candidates(text: str) -> list[tuple[int, int, UnrecognizedKind]]:
-    """Every candidate token, sorted, none inside another."""
+def _candidates(text: str, numbers: range | None) -> list[tuple[int, int, UnrecognizedKind]]:
+    """Every candidate token, sorted, none inside another.
+
+    ``numbers`` are the numbers that name a source; given them, a bare prose
+    reference naming one of them is a candidate.
+    """
     found: list[tuple[int, int, UnrecognizedKind]] = []
+    if numbers and _may_hold_prose(text):
+        found.extend(
+            (m.start(), m.end(), "prose_reference")
+            for m in _PROSE.finditer(text)
+            if int(m.group(1)) in numbers
+        )
     if "[" in text:
         for m in _BRACKETS.finditer(text):
             kind = _bracket_kind(m.group(1))

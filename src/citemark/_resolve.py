@@ -107,9 +107,11 @@ def resolve(
     unmasked, spans = unmask(text)
     bodies = OPENERS.findall(unmasked)  # "" for a visible "[" that opens no group
     unrecognized = (
-        unrecognized_in(text, unmasked, spans)
+        unrecognized_in(text, unmasked, spans, count=count, index_base=base)
         if type(text) is str
-        and may_hold_unrecognized_beyond(text, lone_bracket="" in bodies, unmasked=unmasked)
+        and may_hold_unrecognized_beyond(
+            text, lone_bracket="" in bodies, unmasked=unmasked, count=count
+        )
         else ()
     )
     if allow_ranges and any(token.kind == "range" for token in unrecognized):

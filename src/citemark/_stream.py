@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from citemark._errors import MarkerOutOfRangeError, NoSourcesError
 from citemark._markers import marker_number, masked_spans
+from citemark._md_blocks import block_spans, row_cells
+from citemark._md_inline import normalize_label
 from citemark._resolve import resolve
 from citemark._syntax import DEFAULT_INDEX_BASE, GROUP_PATTERN, check_index_base
 
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamingResolver"]
 
-_BLANK_LINE = re.compile(r"\n[ \t]*\r?\n")
 # What may follow "[" in an unfinished marker group.
 _GROUP_PREFIX = re.compile(r"[0-9, ]*")
 
@@ -165,48 +166,132 @@ class StreamingResolver:
         error always names the marker `resolve` would name.
         """
         text = self.text
-        spans = masked_spans(text)
         self._waiting.sort()
+        starts = [start for start, _ in self._waiting]
+        seen = [_masked_at([(a, b) for a, b, _ in masked_spans(text)], starts)]
+        for suffix, defined in _continuations(text, starts[0]):
+            if defined:
+                spans = [(a, b) for a, b, _ in block_spans(text + suffix, defined)]
+            else:
+                spans = [(a, b) for a, b, _ in masked_spans(text + suffix)]
+            seen.append(_masked_at(spans, starts))
         kept = []
-        for index, (start, number) in enumerate(self._waiting):
-            end = text.index("]", start) + 1
-            if not _settled(text, start, end):
-                kept = self._waiting[index:]
+        for index, (_, number) in enumerate(self._waiting):
+            states = {masked[index] for masked in seen}
+            if len(states) > 1:
+                kept = self._waiting[index:]  # some continuation shows it, another hides it
                 break
-            if any(s <= start < e for s, e, _ in spans):
-                continue  # certainly masked: never a citation
+            if states == {True}:
+                continue  # masked whatever follows: never a citation
             raise MarkerOutOfRangeError(number, len(self._sources), self._base)
         self._waiting = kept
 
 
-# HTML that may close after blank lines (CommonMark HTML blocks of types 1 to 5).
-_LONG_HTML = re.compile(r"<!|<\?|<(?:script|pre|style|textarea)", re.IGNORECASE)
-# What may precede a group that could still become a definition's label.
-_LINE_PREFIX = re.compile(r"[ \t>*+\-0-9.)]*")
+def _masked_at(
+    spans: Sequence[tuple[int, int] | tuple[int, int, str]], starts: list[int]
+) -> list[bool]:
+    """For each sorted offset in ``starts``, whether a span of the sorted ``spans`` covers it."""
+    out = []
+    i = 0
+    for start in starts:
+        while i < len(spans) and spans[i][1] <= start:
+            i += 1
+        out.append(i < len(spans) and spans[i][0] <= start)
+    return out
 
 
-def _settled(text: str, start: int, end: int) -> bool:
-    """Whether no text appended later can change whether the group at ``start`` is seen.
+# A line end, then only blanks, then a line end: no paragraph crosses it.
+_BLANK_LINE = re.compile(r"(?:\r\n|\r|\n)[ \t]*+(?:\r\n|\r|\n)")
+_BACKTICK_RUN = re.compile(r"`++")
+# A bracket pair that can be a link label, and a line's container prefix.
+_LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,999}\]", re.DOTALL)
+_LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
+# Text that ends what can be open at the end of a text and hold a group: raw HTML
+# (a tag, a quoted attribute, a comment, a processing instruction, CDATA), an
+# autolink, a link title or a definition's, and a definition after a label.
+_CLOSERS = (">", '">', "'>", "-->", "?>", "]]>", '"', "'", ": /u", "/u")
+_MAX_BACKTICKS = 1000  # as cmark: a longer run opens no code span
+_MAX_DEPTH = 33  # one more than cmark's nesting of parentheses in a destination
 
-    Conservative: a group waits while anything before it in its paragraph could
-    still close around it (a backtick run, ``<``, ``](``, a definition), while it
-    could become a reference link's label or part of an image (a later definition
-    decides those, wherever it comes), or while an HTML comment, processing
-    instruction or raw-text element before it may still close.
+
+def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
+    """What may follow ``text`` and change whether a group from ``start`` on is seen.
+
+    Each is a suffix and a set of labels a later definition would define. Only what
+    is open in the paragraph of the group at ``start`` can change later, so the
+    backtick runs, parentheses, brackets and labels are those after the last blank
+    line before it: a closing run of each length (a code span), ``)`` as deep as the
+    open parentheses, after an optional quote or ``>`` (a destination or title),
+    ``(u)`` after as many ``]`` as there are open brackets (an image around it), a
+    delimiter row under the last line (a table header, cut into cells) or under a new
+    header line (which turns the definitions above it into text), raw HTML and
+    title closers (after a line break, also behind the last line's quote markers and
+    list indentation), and a definition of each label (alone, and all at once) for
+    reference links. Each is a witness: a group that one of them shows and another
+    hides is not settled.
     """
-    if _LONG_HTML.search(text, 0, start):
-        return False
     floor = 0
     for m in _BLANK_LINE.finditer(text, 0, start):
         floor = m.end()
-    region = text[floor:end]
-    if "![" in region or "][" in region or text[start - 1 : start] == "]":
-        return False
-    if region.count("[") > 1 and "](" in text[floor:]:
-        return False  # a later definition could turn a bracket pair into a link
-    line = text.rfind("\n", 0, start) + 1
-    if _LINE_PREFIX.fullmatch(text, line, start) and text[end : end + 1] in {"", ":"}:
-        return False  # "[9]:" would be a link reference definition
-    if _BLANK_LINE.search(text, end):
-        return True  # the paragraph has ended
-    return not any(mark in region for mark in ("`", "<", "](", "]:"))
+    region = text[floor:]
+    out: list[tuple[str, frozenset[str]]] = [(closer, frozenset()) for closer in _CLOSERS]
+    newline, lead = _new_line(text)
+    if not newline and lead:
+        # On a new line inside a quote or list item, a closer only counts on a line
+        # that continues it (an HTML block takes no lazy continuation line).
+        out.extend((lead + closer, frozenset()) for closer in _CLOSERS)
+    runs = {len(m.group()) for m in _BACKTICK_RUN.finditer(region)}
+    for size in sorted(runs):
+        if size <= _MAX_BACKTICKS:  # right after the text (a run it ends grows), and apart
+            out.extend((gap + "`" * size, frozenset()) for gap in ("", " "))
+    depth = min(max(region.count("(") - region.count(")"), 0) + 1, _MAX_DEPTH)
+    for quote in ("", '"', "'", ">"):
+        out.extend((quote + ")" * d, frozenset()) for d in range(1, depth + 1))
+    depth = min(max(region.count("[") - region.count("]"), 0) + 1, _MAX_DEPTH)
+    out.extend(("]" * d + "(u)", frozenset()) for d in range(depth + 1))
+    out.append((_delimiter_row(text), frozenset()))
+    # cmark-gfm reads no definition above a table's header: a header line and its
+    # delimiter row after the text make the paragraph's definitions plain text.
+    out.append((f"{newline}{lead}| x |\n{lead}|---|", frozenset()))
+    labels = {normalize_label(m.group()) for m in _LABEL.finditer(region)}
+    labels.discard("")
+    out.extend(("", frozenset({label})) for label in sorted(labels))
+    if len(labels) > 1:
+        out.append(("", frozenset(labels)))
+    return out
+
+
+def _last_line_lead(text: str) -> tuple[str, int]:
+    """What continues the last line's containers on a new line, and where its text starts.
+
+    The lead keeps the line's ``>`` markers and turns a list marker into spaces of its
+    width, so a line after it stays in the same quote or list item.
+    """
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    if cut == len(text):
+        cut = max(text.rfind("\n", 0, cut - 1), text.rfind("\r", 0, cut - 1)) + 1
+    prefix = _LINE_PREFIX.match(text, cut)
+    at = prefix.end() if prefix is not None else cut
+    return "".join(c if c in " >" else " " for c in text[cut:at]), at
+
+
+def _new_line(text: str) -> tuple[str, str]:
+    """How a continuation starts a line in the last line's containers: a break, a lead.
+
+    When ``text`` already ends on a new line (nothing but blanks after its last
+    break), no break is needed, and the lead is that of the last line that is not
+    blank: a list item goes on past a blank line.
+    """
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    if cut and not text[cut:].strip(" \t"):
+        return "", _last_line_lead(text[:cut].rstrip(" \t\r\n") + "\n")[0]
+    return "\n", _last_line_lead(text)[0]
+
+
+def _delimiter_row(text: str) -> str:
+    """A delimiter row that makes the last line of ``text`` a table's header."""
+    lead, at = _last_line_lead(text)
+    end = len(text.rstrip("\r\n"))
+    cells = row_cells(text, at, max(end, at))
+    newline = "" if text.endswith(("\n", "\r")) else "\n"
+    return newline + lead + "|".join(["-"] * cells)

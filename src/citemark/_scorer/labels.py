@@ -14,9 +14,12 @@ that names no block is *ignored* and reported, never accused. A marker naming a 
 the context declares but that is not citable (an empty or repeated block), or a token
 the context itself writes in brackets, is *ambiguous*.
 
-Code and links follow §3.2 for both shapes, through `citemark.masked_spans`: a marker
-inside code or a link destination is not extracted at all, and Markdown link text is
-never accused (it names a link target), though it resolves when it names a real block.
+Code and links follow §3.2 for both shapes, through `citemark.masked_spans`, the one
+masking `citemark.resolve` reads: a marker inside code, a link destination or raw HTML
+is not extracted at all, and Markdown link text is never accused (it names a link
+target), though it resolves when it names a real block. The one exception is a custom
+citation syntax's own markup: ``<<doc-1>>`` reads as a tag by itself, and what the
+citation's text alone marks up does not hide it.
 
 Everything here is linear in the answer and the context: one pass of each pattern, a
 merge against the sorted masked ranges, and set lookups per marker.
@@ -120,6 +123,8 @@ class Classified(NamedTuple):
     """Whether the blocks are a numbered source list rather than a labelled context."""
     base: int = 1
     """The number of the first source of a numbered list (0 or 1)."""
+    source_count: int = 0
+    """How many sources a numbered list has, blank ones included; 0 for a context."""
 
 
 def render_blocks(found: Classified, sources: Sequence[Source] | str) -> str:
@@ -220,6 +225,7 @@ def classify_sources(response: str, sources: Sequence[Source], base: int = 1) ->
         empty=not sources,
         numbered=True,
         base=base,
+        source_count=count,
     )
 
 
@@ -261,10 +267,7 @@ def classify_labelled(
         # link destination, which are counted and never read.
         while i < len(spans) and spans[i].end <= start:
             i += 1
-        j = i
-        while j < len(spans) and spans[j].start < end and _own_markup(spans[j], start, end):
-            j += 1  # a custom syntax such as <<id>> reads as a tag: not hidden by itself
-        if j < len(spans) and spans[j].start < end:
+        if i < len(spans) and spans[i].start < end and _hidden(response, spans, i, start, end):
             in_code += 1
             continue
         link_end = links.get(end)
@@ -408,9 +411,34 @@ def _bracketed_labels(context: str, pattern: re.Pattern[str]) -> set[str]:
     return found
 
 
-def _own_markup(span: MaskedSpan, start: int, end: int) -> bool:
-    """Whether ``span`` is raw HTML lying inside the citation match ``start:end``."""
-    return span.kind in {"html", "autolink"} and start <= span.start and span.end <= end
+def _hidden(response: str, spans: list[MaskedSpan], first: int, start: int, end: int) -> bool:
+    r"""Whether the masking of ``response`` hides the citation match ``start:end``.
+
+    ``spans[first]`` is the first masked span that ends after ``start``, and it starts
+    before ``end``. The match is hidden unless every span touching it is raw HTML or
+    an autolink that the match's own text, read alone by the same masking, marks up
+    at the same offsets: a custom syntax such as ``<<id>>`` reads as a tag by
+    itself, and its own markup does not hide it. A piece of a larger construct is
+    not the match's own: a comment or CDATA section that spans lines inside a block
+    quote or list item, or across ``\r\n`` or ``\r`` line endings, is masked one
+    line at a time, so a label alone on such a line is covered by a piece exactly
+    its size, and is hidden as `citemark.resolve` hides a marker there.
+    """
+    touching: list[MaskedSpan] = []
+    for span in spans[first:]:
+        if span.start >= end:
+            break
+        if span.kind not in _OWN_MARKUP or span.start < start or span.end > end:
+            return True
+        touching.append(span)
+    own = {
+        (start + span.start, start + span.end, span.kind)
+        for span in masked_spans(response[start:end])
+    }
+    return any((span.start, span.end, span.kind) not in own for span in touching)
+
+
+_OWN_MARKUP: Final = frozenset({"html", "autolink"})
 
 
 def _link_starts(text: str, spans: list[MaskedSpan] | None = None) -> dict[int, int]:

@@ -1,0 +1,115 @@
+"""Fail-fast is exact: the stream raises in the chunk that makes a marker certain.
+
+"Certain" is judged by the reference parsers, not by citemark: a planted marker
+(every number unique and out of range for the nine sources) is certainly a citation
+after a prefix when cmark shows it for the prefix followed by each of a fixed set of
+adversarial continuations (closers for code spans, raw HTML, autolinks, link tails,
+titles and images; a definition after a label; a delimiter row under the last line;
+a later definition of every label the prefix holds, also after closing a fence, a
+comment or another HTML block that may be open), and every planted marker before it
+is certainly hidden. Both directions are asserted over random chunkings: the stream
+never raises before that chunk, and it raises within it, naming that marker.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+from commonmark_oracles import cmark_gfm_visible, cmark_visible
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from test_commonmark_differential import answers
+
+from citemark import MarkerOutOfRangeError, Source, StreamingResolver
+
+SOURCES = [Source(text=f"source {i}", doc_id=f"d{i}") for i in range(1, 10)]
+_CLOSERS = [
+    *("", "`", "``", "```", " `", " ``", " ```", ">", '">', "'>", "-->", "?>", "]]>"),
+    *('"', "'", ")", "))", '")', "')", ">)", "(u)", "](u)", "]](u)", ": /u", "/u"),
+]
+_TABLE_ROWS = [
+    ("" if nl else "\n") + lead + "|".join(["-"] * cells)
+    for nl in (False,)
+    for lead in ("", "> ", "  ", "   ")
+    for cells in range(1, 5)
+]
+# A header line and its delimiter row: cmark-gfm then reads no definition above them.
+_TABLE_ROWS += [
+    nl + lead + "| x |\n" + lead + "|---|" for nl in ("", "\n") for lead in ("", "> ", "  ", "    ")
+]
+_BEFORE_DEFINITIONS = ["", "\n```", "\n````", "\n~~~", "\n-->", "\n?>", "\n]]>", "\n>", "\n</pre>"]
+_LABEL = re.compile(r"\[((?:[^\\\[\]]|\\.){1,999})\]")
+_PLANTED = re.compile(r"\[(7[0-9]{4})\]")
+
+
+def _shown(text: str, table: bool) -> str:
+    return cmark_gfm_visible(text) if table else cmark_visible(text)
+
+
+def continuations(prefix: str) -> list[tuple[str, bool]]:
+    """The fixed set, with the prefix's labels; each with whether cmark-gfm judges it."""
+    table = "|---|" in prefix or "\n|-" in prefix
+    out = [(c, table) for c in _CLOSERS] + [(row, True) for row in _TABLE_ROWS]
+    labels = sorted({m.group(1) for m in _LABEL.finditer(prefix)})
+    for before in _BEFORE_DEFINITIONS:
+        for label in labels:
+            out.append((f"{before}\n\n[{label}]: /u", table))
+        if len(labels) > 1:
+            out.append((before + "\n\n" + "".join(f"[{x}]: /u\n" for x in labels), table))
+    return out
+
+
+def certain_marker(prefix: str) -> int | None:
+    """The planted marker that is certainly the first visible one after ``prefix``, if any."""
+    planted = [int(m.group(1)) for m in _PLANTED.finditer(prefix)]
+    if not planted:
+        return None
+    views = [_shown(prefix + suffix, table) for suffix, table in continuations(prefix)]
+    for number in planted:
+        states = {f"[{number}]" in view for view in views}
+        if states == {True}:
+            return number
+        if states != {False}:
+            return None  # not settled: nothing after it may be named yet
+    return None
+
+
+def fed(chunks: list[str]) -> tuple[int | None, int | None]:
+    """The index of the chunk that raised while feeding, and the marker it named."""
+    stream = StreamingResolver(SOURCES)
+    for index, chunk in enumerate(chunks):
+        try:
+            stream.feed(chunk)
+        except MarkerOutOfRangeError as exc:
+            return index, exc.marker
+    return None, None
+
+
+@st.composite
+def chunked_answers(draw: st.DrawFn) -> list[str]:
+    text = draw(answers())[0]
+    cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=8)))
+    return [text[a:b] for a, b in pairwise([0, *cuts, len(text)]) if b > a]
+
+
+class TestCertaintyIsExact:
+    @settings(
+        max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    @given(chunked_answers())
+    @example(["After code `a[1]` comes [70001]", " and more."])
+    @example(["Use `a [70001]", " b` and [70002]", "\n\nend"])
+    @example(["[a][70001]", " x", "\n\n[r1]: /u"])
+    @example(["![x [70001]", "](i.png) [70002]"])
+    @example(["<a title='[70001]", "'> [70002]"])
+    @example(["| a |\n|---|\n", "| `x | [70001]` |", "\n"])
+    def test_raises_exactly_when_certain(self, chunks):
+        """Never before the chunk that makes a marker certain, and within that chunk."""
+        expected_at, expected_marker = None, None
+        for index in range(len(chunks)):
+            marker = certain_marker("".join(chunks[: index + 1]))
+            if marker is not None:
+                expected_at, expected_marker = index, marker
+                break
+        assert (expected_at, expected_marker) == fed(chunks)
