@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import json
-import socket
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]
+
+from ray_sockets import closing_ray_sockets  # noqa: E402
 
 from citemark import CitationScorer, ScoreRow  # noqa: E402
 from citemark._check import run_check  # noqa: E402
@@ -69,27 +68,13 @@ class _ExplodingScorer(CitationScorer):
         return await super().score_many(rows, concurrency=concurrency)
 
 
-def open_sockets() -> list[socket.socket]:
-    return [
-        obj for obj in gc.get_objects() if isinstance(obj, socket.socket) and obj.fileno() != -1
-    ]
-
-
 @pytest.fixture(scope="module")
 def cluster():
-    before = {id(sock) for sock in open_sockets()}
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
-    # Ray leaves its client sockets to the garbage collector, which would close them
-    # (with a ResourceWarning) in whichever test runs next: close them here.
-    for sock in open_sockets():
-        if id(sock) not in before:
-            sock.close()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
+    with closing_ray_sockets():
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        yield
+        ray.shutdown()
 
 
 def test_split_concurrency_never_exceeds_the_global_bound():

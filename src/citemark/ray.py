@@ -12,6 +12,8 @@ imports ray, this module does when a function here runs. Call ``ray.init`` first
   ``report.json`` holds.
 - `run_ray_check`: the same outputs as ``citemark check`` (``citemark check --engine ray``).
 - `ScorerSpec`: a picklable recipe for the scorer each worker builds.
+- `start_ray`: ``ray.init`` with Ray's own logs silent unless asked for.
+- `ShardFacts`: what ``run_ray_check`` learns of each shard (its node, parts, worker usage).
 - `split_concurrency`: how a global concurrency is split across workers.
 
 See ``docs/scale.md``.
@@ -26,11 +28,13 @@ from citemark._public import publish
 from citemark._scale.engine import (
     CheckBatch,
     ScorerSpec,
+    ShardFacts,
     check_dataset,
     plan_jsonl,
     plan_parquet,
     run_ray_check,
     split_concurrency,
+    start_ray,
 )
 from citemark._scale.engine import _dataset as _shards_dataset
 
@@ -40,11 +44,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckBatch",
     "ScorerSpec",
+    "ShardFacts",
     "check_dataset",
     "read_jsonl",
     "read_parquet",
     "run_ray_check",
     "split_concurrency",
+    "start_ray",
 ]
 
 

@@ -1,18 +1,24 @@
-"""The Ray engine: per-row records from workers, outputs written by the driver in input order.
+"""The Ray engine: workers that read, score and write their own shards; a driver of summaries.
 
-A worker builds its scorer once (`CheckBatch`, a callable class for
-``Dataset.map_batches``), reads each row exactly as ``citemark check`` does
-(``citemark._runs.parse_row`` over the row's JSON bytes) and returns, for every input
-row, the ``rows.jsonl`` record (``citemark._check.sinks.row_record``, the same function
-the local run uses), an ``error`` column, the row's judge calls, and the checked row
-itself for the driver's sinks. A row that raises inside a worker becomes that row's
-error (an un-assessed ``scoring_error`` score), never a failed job.
+``run_ray_check`` (``citemark check --engine ray``) divides the work so that the
+driver touches no row. One Ray task (`_plan`, on a worker) makes one pass over the
+input: it cuts it into line-aligned byte ranges of about ``shard_bytes`` (or one
+shard per Parquet row group), each with the number of its first line, and takes
+the SHA-256 of the input's bytes, the same digest the local engine records. Then
+``workers`` actors (``citemark._scale.shards.ShardChecker``, spread over the nodes)
+each read whole shards, score them exactly as the local check does and write their
+part of every output to a hidden parts folder in the output folder
+(``citemark._scale.parts``). The driver receives one summary per shard: its counts
+(a ``_Tally``, merged in input order, so groups and malformed lines are what a single
+pass would count), the page's candidate rows (the shard's best ``html_rows`` by tier
+and line, the only row data the driver receives), and each part's size and SHA-256.
+An `Assembler` actor on the driver's node appends the parts to the outputs in input
+order, by byte copy, hashing as it copies; the driver writes ``report.html`` from the
+rows the page shows and ``report.json`` from the merged counts.
 
-Row identity travels with the row: the readers here (`plan_jsonl`, `plan_parquet`)
-hand each worker a byte range (or a row group) with the number of its first line, so
-every row carries its input line, and the driver reads the results with Ray Data's
-``preserve_order`` so the files are written in input order. The driver hashes the
-input itself, as the local run does.
+`CheckBatch` and `check_dataset` are the same scoring for any Ray ``Dataset`` with
+``line`` and ``raw`` columns (``Dataset.map_batches``): there the caller's
+``on_row`` receives every row, so that path does bring rows to the driver.
 
 Judge calls keep their bounded concurrency per worker, and a global concurrency is
 split across workers (`split_concurrency`) so an endpoint never sees more calls at
@@ -25,7 +31,9 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
+import io
 import json
+import mmap
 import os
 import pickle
 import uuid
@@ -37,12 +45,13 @@ from citemark._artifacts import (
     citemark_version,
     utc_now,
 )
+from citemark._check.groups import OTHER_GROUP, GroupNames, group_name
 from citemark._check.html import HTML_NAME
-from citemark._check.judge_calls import JudgeCallsSink, recording
+from citemark._check.judge_calls import JUDGE_CALLS_NAME, recording
+from citemark._check.junit import JUNIT_NAME, JUnitSink
 from citemark._check.page import HtmlSink
-from citemark._check.run import CheckResult, _Tally, finish_outputs, row_score, start_outputs
+from citemark._check.run import CheckResult, _Tally, finish_outputs, start_outputs
 from citemark._check.sinks import (
-    FORMATS,
     ROWS_NAME,
     CheckedRow,
     CheckSink,
@@ -50,13 +59,18 @@ from citemark._check.sinks import (
     SinkOptions,
     opened,
     row_line,
-    with_run_id,
 )
 from citemark._reports import CheckSummary, MalformedLine
 from citemark._runs import CheckRow, RowOptions, parse_row
-from citemark._scorer.findings import ScoreFindings
-from citemark._scorer.result import unassessed
-from citemark._scorer.scorer import CitationScorer, ScoreRow
+from citemark._scale.parts import Assembler, parts_folder
+from citemark._scale.shards import (
+    PageCandidate,
+    RunPlan,
+    ShardChecker,
+    ShardSummary,
+    score_rows,
+)
+from citemark._scorer.scorer import CitationScorer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -69,11 +83,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckBatch",
     "ScorerSpec",
+    "ShardFacts",
     "check_dataset",
     "plan_jsonl",
     "plan_parquet",
     "run_ray_check",
     "split_concurrency",
+    "start_ray",
 ]
 
 _SHARD_BYTES: Final = 8 << 20
@@ -228,59 +244,14 @@ class CheckBatch:
     def _score(
         self, rows: list[CheckRow]
     ) -> tuple[list[CitationScore], list[str | None], list[list[dict[str, Any]]]]:
-        try:
-            scores = self._runner.run(
-                self._scorer.score_many(_pending(rows), concurrency=self._concurrency)
-            )
-        except Exception:  # noqa: BLE001 - one row's failure never fails the job
-            return self._one_by_one(rows)
-        scores = _finished(rows, scores, self._scorer.strict_markers)
-        return scores, [_scoring_error(score) for score in scores], self._calls(len(rows))
-
-    def _one_by_one(
-        self, rows: list[CheckRow]
-    ) -> tuple[list[CitationScore], list[str | None], list[list[dict[str, Any]]]]:
-        """The batch raised as a whole: score row by row; a row that raises is its error."""
-        self._calls(len(rows))  # the failed attempt's calls belong to no result
-        scores: list[CitationScore] = []
-        errors: list[str | None] = []
-        calls: list[list[dict[str, Any]]] = []
-        for row in rows:
-            try:
-                (score,) = _finished(
-                    [row],
-                    self._runner.run(self._scorer.score_many(_pending([row]))),
-                    self._scorer.strict_markers,
-                )
-                errors.append(_scoring_error(score))
-            except Exception as exc:  # noqa: BLE001 - recorded against the row
-                kind = type(exc).__name__
-                score = unassessed("scoring_error", ScoreFindings(error=kind), kind)
-                errors.append(kind)
-            scores.append(score)
-            calls.extend(self._calls(1))
-        return scores, errors, calls
-
-    def _calls(self, rows: int) -> list[list[dict[str, Any]]]:
-        if self._recorder is None:
-            return [[] for _ in range(rows)]
-        return self._recorder.take_batch(rows)
-
-
-def _pending(rows: list[CheckRow]) -> list[ScoreRow]:
-    # The same rows the local check scores (citemark._check.run._score_chunk).
-    return [ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in rows]
-
-
-def _finished(
-    rows: list[CheckRow], scores: list[CitationScore], strict: bool
-) -> list[CitationScore]:
-    """Each score with its row's provider and structured citations, as the local check has it."""
-    return [row_score(row, s, strict) for row, s in zip(rows, scores, strict=True)]
+        scores, calls = score_rows(
+            self._scorer, self._runner, rows, self._concurrency, self._recorder
+        )
+        return scores, [_scoring_error(score) for score in scores], calls
 
 
 def _scoring_error(score: CitationScore) -> str | None:
-    error = score.details.get("error") if score.reason == "scoring_error" else None
+    error = score.findings.error if score.reason == "scoring_error" else None
     return error if isinstance(error, str) else None
 
 
@@ -301,22 +272,27 @@ class Shard(NamedTuple):
 def plan_jsonl(
     path: str | os.PathLike[str], shard_bytes: int = _SHARD_BYTES
 ) -> tuple[list[Shard], str]:
-    """Cut a JSONL file into line-aligned shards; return them and the SHA-256 of its bytes."""
+    """Cut a JSONL file into line-aligned shards; return them and the SHA-256 of its bytes.
+
+    A shard ends at the end of the first line that takes it to ``shard_bytes`` or
+    more. One pass over the file, in C (hashing, finding and counting newlines).
+    """
     digest = hashlib.sha256()
     shards: list[Shard] = []
     name = os.fspath(path)
-    start = offset = 0
-    line = first = 1
     with Path(path).open("rb") as handle:
-        for raw in handle:
-            digest.update(raw)
-            offset += len(raw)
-            line += 1
-            if offset - start >= shard_bytes:
-                shards.append(Shard(name, start, offset, first, "jsonl"))
-                start, first = offset, line
-    if offset > start:
-        shards.append(Shard(name, start, offset, first, "jsonl"))
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return shards, digest.hexdigest()
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            digest.update(data)
+            start, first = 0, 1
+            while start < size:
+                cut = data.find(b"\n", start + max(shard_bytes, 1) - 1)
+                end = size if cut < 0 else cut + 1
+                shards.append(Shard(name, start, end, first, "jsonl"))
+                first += data[start:end].count(b"\n")
+                start = end
     return shards, digest.hexdigest()
 
 
@@ -352,7 +328,8 @@ def read_shard(item: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     with Path(shard.path).open("rb") as handle:
         handle.seek(shard.start)
         data = handle.read(shard.end - shard.start)
-    for number, raw in enumerate(data.splitlines(keepends=True), start=shard.first_line):
+    # Lines end at b"\n" only, as the local check reads them (a bare "\r" is JSON whitespace).
+    for number, raw in enumerate(io.BytesIO(data), start=shard.first_line):
         yield {"line": number, "raw": raw}
 
 
@@ -454,28 +431,53 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
     return tally.summary(scorer_factory())
 
 
-class _RecordSink:
-    """``rows.jsonl`` from the records the workers built (the same bytes `JsonlSink` writes)."""
+class ShardFacts(NamedTuple):
+    """What the driver learnt of one shard (``run_ray_check``'s ``on_shard``): no row data."""
 
-    name = ROWS_NAME
+    position: int
+    """The shard's position in the input (0 first)."""
+    node_id: str
+    """The Ray node that scored it."""
+    pid: int
+    """The worker process that scored it."""
+    lines: int
+    """Input lines it held (blank lines included)."""
+    input_bytes: int
+    """Its input bytes."""
+    parts: dict[str, tuple[int, str]]
+    """Each output's part: byte count and SHA-256, by the output's file name."""
+    page_rows: int
+    """Rows it offered the page (at most ``html_rows``)."""
+    page_bytes: int
+    """The pickled bytes of those rows: the only row data that reaches the driver."""
+    cpu_seconds: float
+    """The worker's CPU time when the shard was done (user and system, whole process)."""
+    max_rss_kib: int
+    """The worker's peak resident memory when the shard was done, in KiB."""
 
-    def __init__(self, options: SinkOptions) -> None:
-        from citemark._artifacts import AtomicFile  # noqa: PLC0415
 
-        self._file = AtomicFile(options.out_dir / ROWS_NAME)
-        self._run_id = options.run_id
-        self.pending = ""
+def start_ray(address: str | None = None, *, verbose: bool = False) -> None:
+    """``ray.init`` for a check: Ray's own logs and workers' output silent unless ``verbose``.
 
-    def add(self, row: CheckedRow) -> None:
-        del row
-        self._file.write(with_run_id(self.pending.encode("ascii") + b"\n", self._run_id))
+    Without ``verbose``, Ray logs only errors (``logging_level``), and what the
+    workers print or log is not forwarded to this process (``log_to_driver``); the
+    check's own output is all a terminal shows. The dashboard is not started.
+    """
+    import logging  # noqa: PLC0415
 
-    def finish(self, facts: RunFacts) -> str:
-        del facts
-        return self._file.commit()
+    import ray  # noqa: PLC0415
 
-    def close(self) -> None:
-        self._file.__exit__(None, None, None)
+    ray.init(
+        address=address,
+        include_dashboard=False,
+        log_to_driver=verbose,
+        logging_level=logging.INFO if verbose else logging.ERROR,
+    )
+
+
+def _plan(path: str, shard_bytes: int) -> tuple[list[Shard], str]:
+    """The shards and the input's SHA-256: one pass over the input, on a worker."""
+    return plan_parquet(path) if path.endswith(".parquet") else plan_jsonl(path, shard_bytes)
 
 
 def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a default
@@ -490,50 +492,245 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     formats: Sequence[str] = (),
     shard_bytes: int = _SHARD_BYTES,
     group_by: str | None = None,
+    on_shard: Callable[[ShardFacts], None] | None = None,
 ) -> CheckResult:
     """Run ``citemark check`` over a JSONL or Parquet file on Ray; write the same outputs.
 
-    ``ray.init`` must have been called. A path ending in ``.parquet`` is read as
-    Parquet (its rows numbered from 1), anything else as JSONL. ``group_by`` breaks
-    every count down by a row field, as ``check --group-by`` does locally.
+    ``ray.init`` must have been called (`start_ray`). A path ending in ``.parquet``
+    is read as Parquet (its rows numbered from 1), anything else as JSONL. The input
+    and the output folder must be at the same path on every node. ``group_by``
+    breaks every count down by a row field, as ``check --group-by`` does locally;
+    ``on_shard`` is called with each shard's `ShardFacts`, in input order.
 
     Returns:
         The report and the paths of the files, as `citemark._check.run_check` returns.
+
+    Raises:
+        NoRowsError: no line of the input is a readable row.
+        ValueError: a format this engine cannot write was asked for.
     """
+    import ray  # noqa: PLC0415
+
+    unknown = [name for name in formats if name != "junit"]
+    if unknown:
+        msg = f"--engine ray writes the junit format only, not {len(unknown)} other"
+        raise ValueError(msg)
     source = os.fspath(path)
-    shards, input_sha256 = (
-        plan_parquet(source) if source.endswith(".parquet") else plan_jsonl(source, shard_bytes)
-    )
+    shards, input_sha256 = ray.get(ray.remote(num_cpus=1)(_plan).remote(source, shard_bytes))
     out = Path(out_dir)
     created_at = utc_now()
     run_id = uuid.uuid4().hex
     scorer = scorer_factory()
-    pending_calls: list[list[dict[str, Any]]] = []
     with contextlib.ExitStack() as stack:
         options = start_outputs(stack, out, scorer, html_rows, group_by, run_id)
-        records = opened(stack, _RecordSink(options))
-        html = opened(stack, HtmlSink(options))
-        sinks: list[CheckSink] = [records, html]
-        sinks.extend(opened(stack, FORMATS[name](options)) for name in formats)
+        parts_dir = stack.enter_context(parts_folder(out, run_id))
+        records = opened(stack, _AssembledSink(options, ROWS_NAME))
+        junit = opened(stack, JUnitSink(options)) if formats else None
+        calls = None
         if scorer.judge is not None:
-            sinks.append(opened(stack, JudgeCallsSink(options, pending_calls.pop)))
-
-        def on_row(checked: CheckedRow, columns: dict[str, Any]) -> None:
-            records.pending = columns["record"]
-            pending_calls.append(json.loads(columns["judge_calls"]))
-            for sink in sinks:
-                sink.add(checked)
-            pending_calls.clear()
-
-        summary = check_dataset(
-            _dataset(shards, read=False),
-            scorer_factory,
-            concurrency=concurrency,
-            workers=workers,
-            batch_size=1,
-            on_row=on_row,
-            group_by=group_by,
-        )
+            calls = opened(stack, _AssembledSink(options, JUDGE_CALLS_NAME))
+        targets = {sink.name: os.fspath(sink.temporary) for sink in (records, calls) if sink}
+        if junit is not None:
+            targets[JUNIT_NAME] = os.fspath(parts_dir / "junit.body")
+        plan = RunPlan(os.fspath(parts_dir), run_id, html_rows, junit=junit is not None)
+        run = _ShardRun(shards, plan, html_rows, on_shard)
+        run.score(scorer_factory, targets, concurrency, workers, group_by)
+        run.tally.require_rows()
+        records.assembled = run.assembled[ROWS_NAME]
+        if calls is not None:
+            calls.assembled = run.assembled[JUDGE_CALLS_NAME]
+        html = HtmlSink(options, groups=_known_groups(run.tally, group_by))
+        for row in run.page_rows():
+            html.add(row)
+        sinks: list[CheckSink] = [records, html]
+        if junit is not None:
+            _fill_junit(stack, junit, targets[JUNIT_NAME], run.junit_counts)
+            sinks.append(junit)
+        if calls is not None:
+            sinks.append(calls)
+        summary = run.tally.summary(scorer)
         facts = RunFacts(summary, source, input_sha256, created_at, citemark_version(), run_id)
         report, report_path = finish_outputs(out, sinks, facts, config)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
+
+
+class _AssembledSink:
+    """An output the workers wrote in parts and the `Assembler` joined into its temporary file.
+
+    The digest it reports is the assembler's, taken over every byte it appended.
+    """
+
+    def __init__(self, options: SinkOptions, name: str) -> None:
+        from citemark._artifacts import AtomicFile  # noqa: PLC0415
+
+        self.name = name
+        self._file = AtomicFile(options.out_dir / name)
+        self.assembled: tuple[int, str] | None = None
+
+    @property
+    def temporary(self) -> Path:
+        """The hidden file the assembler appends to."""
+        return self._file.temporary
+
+    def add(self, row: CheckedRow) -> None:
+        """Rows never reach this sink: the workers wrote them."""
+        del row
+
+    def finish(self, facts: RunFacts) -> str:
+        """Publish the assembled file; return the SHA-256 of the bytes appended to it."""
+        del facts
+        if self.assembled is None:
+            msg = "an output was published before its parts were joined"
+            raise RuntimeError(msg)
+        self._file.commit()
+        return self.assembled[1]
+
+    def close(self) -> None:
+        """Remove the temporary file if the run did not finish."""
+        self._file.__exit__(None, None, None)
+
+
+def _fill_junit(
+    stack: contextlib.ExitStack, junit: JUnitSink, body: str, counts: dict[str, int]
+) -> None:
+    """Give the driver's JUnit sink the joined test cases and their counts."""
+    handle = Path(body).open("rb")  # noqa: SIM115 - closed by the sink's close
+    junit._body.close()  # noqa: SLF001 - the cases were streamed by the workers instead
+    junit._body = handle  # type: ignore[assignment] # noqa: SLF001
+    junit._counts = counts  # noqa: SLF001
+    stack.callback(handle.close)
+
+
+class _KnownGroups(GroupNames):
+    """The page's group names: the summary's, every other value in ``(other)``."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        super().__init__()
+        self._names = names
+
+    def group_of(self, value: object) -> str:
+        name = group_name(value)
+        return name if name in self._names else OTHER_GROUP
+
+
+def _known_groups(tally: _Tally, group_by: str | None) -> GroupNames | None:
+    if group_by is None:
+        return None
+    return _KnownGroups(frozenset(tally.groups.summary()))
+
+
+class _ShardRun:
+    """The driver's side of a run: hand out shards, merge what comes back, in input order."""
+
+    def __init__(
+        self,
+        shards: Sequence[Shard],
+        plan: RunPlan,
+        html_rows: int,
+        on_shard: Callable[[ShardFacts], None] | None,
+    ) -> None:
+        self._shards = shards
+        self._plan = plan
+        self._limit = max(html_rows, 0)
+        self._on_shard = on_shard
+        self.tally = _Tally(None)
+        self.page: list[PageCandidate] = []
+        self.junit_counts: dict[str, int] = {}
+        self.assembled: dict[str, tuple[int, str]] = {}
+
+    def score(
+        self,
+        scorer_factory: Callable[[], CitationScorer],
+        targets: dict[str, str],
+        concurrency: int,
+        workers: int,
+        group_by: str | None,
+    ) -> None:
+        """Score every shard on ``workers`` actors; join the parts as their turn comes."""
+        import ray  # noqa: PLC0415
+        from ray.util.scheduling_strategies import (  # noqa: PLC0415
+            NodeAffinitySchedulingStrategy,
+        )
+
+        self.tally = _Tally(group_by)
+        used, per_worker = split_concurrency(concurrency, workers)
+        here = ray.get_runtime_context().get_node_id()
+        on_driver = NodeAffinitySchedulingStrategy(here, soft=False)
+        assembler: Any = (
+            ray.remote(Assembler).options(num_cpus=0, scheduling_strategy=on_driver).remote(targets)
+        )
+        checker: Any = ray.remote(ShardChecker).options(num_cpus=1, scheduling_strategy="SPREAD")
+        actors: list[Any] = [
+            checker.remote(scorer_factory, self._plan, per_worker, group_by) for _ in range(used)
+        ]
+        appended = []
+        waiting: dict[int, ShardSummary] = {}
+        turn = 0
+        for summary in self._summaries(actors):
+            self._take_page(summary)
+            waiting[summary.position] = summary
+            while turn in waiting:
+                ready = waiting.pop(turn)
+                self.tally.merge(ready.tally)
+                _add_counts(self.junit_counts, ready.junit_counts or {})
+                appended.append(assembler.append.remote(turn, ready.parts))
+                if self._on_shard is not None:
+                    self._on_shard(_facts(ready))
+                turn += 1
+        ray.get(appended)
+        self.assembled = ray.get(assembler.finish.remote())
+        for actor in actors:
+            ray.kill(actor)
+        ray.kill(assembler)
+
+    def _summaries(self, actors: Sequence[Any]) -> Iterator[ShardSummary]:
+        """Each shard's summary as it is done; two shards queued per worker at most."""
+        import ray  # noqa: PLC0415
+
+        pending: dict[Any, Any] = {}
+        todo = iter(enumerate(self._shards))
+
+        def submit(actor: Any) -> None:  # noqa: ANN401 - a Ray actor handle
+            step = next(todo, None)
+            if step is not None:
+                index, shard = step
+                pending[actor.check.remote(shard._asdict(), index)] = actor
+
+        for actor in actors:
+            submit(actor)
+            submit(actor)
+        while pending:
+            (done,), _ = ray.wait(list(pending), num_returns=1)
+            actor = pending.pop(done)
+            submit(actor)
+            yield ray.get(done)
+
+    def _take_page(self, summary: ShardSummary) -> None:
+        """Keep the run's best rows for the page by (tier, line): the page's choice."""
+        merged = sorted([*self.page, *summary.page], key=lambda c: (c.tier, c.line))
+        self.page = merged[: self._limit]
+
+    def page_rows(self) -> list[CheckedRow]:
+        """The rows the page shows, in input order (only these are unpickled)."""
+        ordered = sorted(self.page, key=lambda candidate: candidate.line)
+        return [pickle.loads(candidate.row) for candidate in ordered]  # noqa: S301 - our workers'
+
+
+def _facts(summary: ShardSummary) -> ShardFacts:
+    return ShardFacts(
+        position=summary.position,
+        node_id=summary.node_id,
+        pid=summary.pid,
+        lines=summary.lines,
+        input_bytes=summary.input_bytes,
+        parts={name: (part.size, part.sha256) for name, part in summary.parts.items()},
+        page_rows=len(summary.page),
+        page_bytes=sum(len(candidate.row) for candidate in summary.page),
+        cpu_seconds=summary.cpu_seconds,
+        max_rss_kib=summary.max_rss_kib,
+    )
+
+
+def _add_counts(into: dict[str, int], counts: Mapping[str, int]) -> None:
+    for key, value in counts.items():
+        into[key] = into.get(key, 0) + value

@@ -1,0 +1,36 @@
+"""Closing the client sockets Ray leaves behind, for the test modules that start Ray.
+
+Ray leaves its client sockets to the garbage collector, which would close them (with
+a ResourceWarning, an error under this suite's filterwarnings) in whichever test runs
+next. A module fixture that starts Ray wraps its whole life in `closing_ray_sockets`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import socket
+import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+def open_sockets() -> list[socket.socket]:
+    return [
+        obj for obj in gc.get_objects() if isinstance(obj, socket.socket) and obj.fileno() != -1
+    ]
+
+
+@contextlib.contextmanager
+def closing_ray_sockets() -> Iterator[None]:
+    """Close, on the way out, every socket opened inside the block and still open."""
+    before = {id(sock) for sock in open_sockets()}
+    yield
+    for sock in open_sockets():
+        if id(sock) not in before:
+            sock.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()

@@ -1,0 +1,121 @@
+"""The Ray engine's driver side without Ray: shard tallies merge to one pass's, parts folders.
+
+The driver merges each shard's ``_Tally`` in input order; the merged summary must be
+the one a single pass over the same rows keeps, groups past the first hundred in
+``(other)`` and the first hundred malformed lines included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import itertools
+import json
+
+import pytest
+
+from citemark import CitationScorer
+from citemark._check.groups import MAX_GROUPS, OTHER_GROUP
+from citemark._check.run import MAX_MALFORMED_LISTED, _Tally
+from citemark._runs import CheckRow, RowOptions, parse_row
+from citemark._scale.parts import PARTS_PREFIX, Assembler, PartMismatchError, parts_folder
+from citemark._scale.shards import PartFacts, score_rows, shard_tally
+
+CONTEXT = "[doc-1] The late fee is 5%.\n[doc-2] Members pay no late fee.\n"
+
+
+def rows(count: int) -> list[bytes]:
+    """Rows in 130 groups (first seen in input order), some fabricated, some malformed."""
+    out = []
+    for n in range(count):
+        if n % 9 == 4:
+            out.append(b"{not json\n")
+            continue
+        label = "doc-7" if n % 5 == 0 else "doc-1"
+        row = {
+            "id": f"q{n}",
+            "g": f"group-{n % 130}",
+            "answer": f"Fee [{label}].",
+            "context": CONTEXT,
+        }
+        out.append(json.dumps(row).encode() + b"\n")
+    return out
+
+
+def tally_of(lines: list[bytes], first_line: int, scorer: CitationScorer, tally: _Tally) -> _Tally:
+    """``tally`` after one pass over ``lines`` (a worker's pass over its shard)."""
+    parsed = [parse_row(first_line + k, raw, "g", RowOptions()) for k, raw in enumerate(lines)]
+    items = [item for item in parsed if item is not None]
+    checked = [item for item in items if isinstance(item, CheckRow)]
+    with asyncio.Runner() as runner:
+        scores, _ = score_rows(scorer, runner, checked, 8, None)
+    tally.add_scores(scores)
+    by_line = dict(zip((row.line for row in checked), scores, strict=True))
+    for item in items:
+        if isinstance(item, CheckRow):
+            tally.add_grouped(item, by_line[item.line])
+        else:
+            tally.add_malformed(item)
+    return tally
+
+
+def test_shard_tallies_merged_in_order_equal_one_pass():
+    """Groups past the first 100 fall in (other), as in one pass; malformed lines listed alike."""
+    scorer = CitationScorer()
+    lines = rows(1200)
+    whole = tally_of(lines, 1, scorer, _Tally("g")).summary(scorer)
+    cuts = [0, 70, 71, 400, 980, 1200]  # uneven shards, one of a single row
+    merged = _Tally("g")
+    for start, end in itertools.pairwise(cuts):
+        merged.merge(tally_of(lines[start:end], start + 1, scorer, shard_tally("g")))
+    summary = merged.summary(scorer)
+    assert MAX_GROUPS + 1 == len(summary.groups)
+    assert OTHER_GROUP in summary.groups
+    assert MAX_MALFORMED_LISTED == len(summary.malformed_lines) < summary.malformed
+    assert whole.model_dump() == summary.model_dump()
+    assert list(whole.citations) == list(summary.citations)  # first-seen order kept
+
+
+def test_merging_tallies_of_other_groupings_is_refused():
+    with pytest.raises(ValueError, match="group by one field"):
+        _Tally("g").merge(_Tally(None))
+
+
+def test_a_dead_runs_parts_folder_is_removed_a_live_one_kept(tmp_path):
+    dead = tmp_path / f"{PARTS_PREFIX}dead"
+    dead.mkdir()
+    (dead / ".lock").write_bytes(b"")
+    (dead / "0000000.rows.jsonl").write_bytes(b"{}\n")
+    live = tmp_path / f"{PARTS_PREFIX}live"
+    live.mkdir()
+    with (live / ".lock").open("wb") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        with parts_folder(tmp_path, "mine") as folder:
+            assert folder.is_dir()
+            assert not dead.exists()
+            assert live.exists()
+        assert not folder.exists()
+
+
+def test_the_assembler_joins_parts_in_order_and_refuses_a_changed_one(tmp_path):
+    target = tmp_path / "joined"
+    target.write_bytes(b"")
+    parts = []
+    for k, data in enumerate((b"a\n", b"bb\n")):
+        path = tmp_path / f"part{k}"
+        path.write_bytes(data)
+        parts.append(PartFacts(str(path), len(data), hashlib.sha256(data).hexdigest()))
+    assembler = Assembler({"out": str(target)})
+    assembler.append(0, {"out": parts[0]})
+    assembler.append(1, {"out": parts[1]})
+    size, digest = assembler.finish()["out"]
+    assert (b"a\nbb\n", 5) == (target.read_bytes(), size)
+    assert hashlib.sha256(b"a\nbb\n").hexdigest() == digest
+    assert not any(tmp_path.glob("part*"))  # joined parts are removed
+    changed = tmp_path / "changed"
+    changed.write_bytes(b"c\n")
+    other = Assembler({"out": str(target)})
+    with pytest.raises(PartMismatchError, match="part 0 of out"):
+        other.append(0, {"out": PartFacts(str(changed), 2, "0" * 64)})
+    other.finish()
