@@ -94,14 +94,16 @@ class TestCompare:
         diff = compare_runs(new, old)
         assert ("violation_resolved",) == next(c.why for c in diff.changes if c.id == "q4")
 
-    def test_different_inputs_are_refused_unless_asked_for(self, runs, tmp_path):
-        """Another input is two experiments: refused by hash, compared only when told."""
+    def test_different_inputs_are_compared_by_the_rows_they_share(self, runs, tmp_path):
+        """Another input is compared without being asked: by the rows the two runs share.
+
+        Issue 23 item 3 changed this: runs over different inputs were refused unless
+        ``allow_different_inputs`` was passed, which the API no longer takes.
+        """
         old, _ = runs
         other = write_rows(tmp_path / "other.jsonl", [row(5), row(1), row(9)])
         run_check(other, tmp_path / "other", CitationScorer(Judge()))
-        with pytest.raises(RunDiffError, match="the runs read different inputs"):
-            compare_runs(old, tmp_path / "other")
-        diff = compare_runs(old, tmp_path / "other", allow_different_inputs=True)
+        diff = compare_runs(old, tmp_path / "other")
         assert (False, 2, 0, 1, 3) == (
             diff.same_input,
             diff.compared,
@@ -117,7 +119,7 @@ class TestCompare:
         scorer = CitationScorer(min_sentence_coverage=1.0)
         run_check(first, tmp_path / "a", scorer)
         run_check(second, tmp_path / "b", scorer)
-        diff = compare_runs(tmp_path / "a", tmp_path / "b", allow_different_inputs=True)
+        diff = compare_runs(tmp_path / "a", tmp_path / "b")
         assert (2, 0) == (diff.compared, diff.changed)
         # The naive match, by line number, pairs q1 with q2 and reports two changes.
         lines_a = (tmp_path / "a" / "rows.jsonl").read_text().splitlines()
@@ -169,15 +171,23 @@ class TestCommand:
         assert "<script" not in html
         assert html.count("<tr>") == 1 + 3
 
-    def test_different_inputs_exit_2(self, runs, tmp_path):
-        """The refusal is a usage error, one line, exit 2."""
+    def test_runs_that_share_no_row_exit_2(self, runs, tmp_path):
+        """The one refusal left, runs sharing no row, is a usage error: one CLI line, exit 2.
+
+        Issue 23 item 3 changed this: different inputs were refused, and the message
+        named ``--allow-different-inputs``; now only runs that share no row are.
+        """
         old, _ = runs
         other = write_rows(tmp_path / "other.jsonl", [row(7)])
         run_check(other, tmp_path / "other", CitationScorer())
         done = run_cli("diff", str(old), str(tmp_path / "other"))
         assert 2 == done.returncode
-        assert "--allow-different-inputs" in done.stderr
-        assert 1 == len(done.stderr.splitlines())
+        refusal = (
+            "citemark: error: old and other share no row (rows are matched by id, else "
+            "question, else line): there is nothing to compare"
+        )
+        assert [refusal] == done.stderr.splitlines()
+        assert "allow" not in done.stderr
 
     def test_untrusted_ids_are_escaped(self, tmp_path):
         """A row id is input text: the page escapes it."""

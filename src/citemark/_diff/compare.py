@@ -1,9 +1,13 @@
-"""Comparing two check runs: rows matched by id (or line), each change named.
+"""Comparing two check runs: rows matched by id, question or line, each change named.
 
-Rows are matched by their ``id``; a row without one is matched by its line number,
-and an id given more than once is matched occurrence by occurrence. A matched row
-*changed* when its outcome, its reason or its judge verdict differs, and each change
-says why:
+Rows are matched by their ``id``; a row without one by its question (the digest its
+``rows.jsonl`` record carries), and a row with neither by its line. A key given more
+than once is matched occurrence by occurrence. Two runs over the same questions are
+compared whatever their answers: that is the comparison a changed pipeline needs.
+Only two runs that share no row at all are refused.
+
+A matched row *changed* when its outcome, its reason or its judge verdict differs,
+and each change says why:
 
 - ``new_violation``: the new row fails on a deterministic finding, the old one did not;
 - ``violation_resolved``: the other way round;
@@ -11,34 +15,47 @@ says why:
 - ``reason_changed``: the un-assessed reason (or a malformed line's reason) differs;
 - ``outcome_changed``: the outcome differs for none of the reasons above.
 
-A row only in the new run is ``added``, one only in the old run ``removed``. Runs over
-different inputs (their ``input_sha256`` differ) are refused unless the caller says
-to compare them anyway, and a difference in the judge's identity or prompt hash is
-reported: two instruments, not one.
+A row only in the new run is ``added``, one only in the old run ``removed``. Over
+every matched row the comparison also counts how many changed answer, sources or
+question (from the digests, when both records carry them), and it names every check
+option, version and judge field that differs between the two reports, with both
+values: two instruments, not one.
 
-The old run's rows are held in memory as small tuples (outcome, reason, verdict); the
-new run's are streamed. Both files are read as regular files only, and each line is
-parsed strictly (`citemark._strictjson.loads_strict`), so a line nested past the
-parser's depth is refused as ``check`` refuses one, with a structural reason.
+Neither run is held in memory: the old run's rows go into an on-disk index
+(`citemark._diff.index.RowIndex`), the new run's are streamed against it, and the
+changes are read back from the index by whatever renders them (`compared`). Every
+``rows.jsonl`` line is read through a typed record whose findings are a
+`citemark._scorer.findings.ScoreFindings` (`citemark._diff.runs`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from citemark._artifacts import ModelIdentity, open_regular
+from citemark._artifacts import ModelIdentity
+from citemark._diff.index import RowIndex
+from citemark._diff.runs import MatchKind, RowFacts, RunInfo, read_report, read_rows, shown_lines
 from citemark._errors import RunDiffError
-from citemark._reports import EvalReport
-from citemark._strictjson import StrictJSONError, line_reason, loads_strict
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
-__all__ = ["ChangeKind", "RowChange", "RowState", "RunDiff", "compare_runs"]
+__all__ = [
+    "ChangeKind",
+    "Difference",
+    "InputPart",
+    "RowChange",
+    "RowState",
+    "RunDiff",
+    "compare_runs",
+    "compared",
+]
 
 ChangeKind = Literal[
     "new_violation",
@@ -49,9 +66,12 @@ ChangeKind = Literal[
     "added",
     "removed",
 ]
+InputPart = Literal["question", "answer", "sources"]
+"""A part of a row's input whose change a comparison counts."""
 
-_REPORT: Final = "report.json"
-_ROWS: Final = "rows.jsonl"
+_INPUT_PARTS: Final[tuple[InputPart, ...]] = ("answer", "sources", "question")
+# Configuration keys that name where a run read and wrote, not how it checked.
+_NOT_OPTIONS: Final = frozenset({"command", "input", "out"})
 
 
 class RowState(BaseModel):
@@ -60,7 +80,7 @@ class RowState(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     line: int
-    """The row's line in that run's input."""
+    """The row's line in that run's input (the ``N`` of ``report.html#row-N``)."""
     outcome: str
     """``passed``, ``failed``, ``unassessed`` or ``malformed``."""
     reason: str | None
@@ -71,6 +91,10 @@ class RowState(BaseModel):
     """The judge's band (0-3) as it replied, or None."""
     verdicts: tuple[str, ...]
     """The judge's per-citation outcomes, in occurrence order."""
+    record: int = 0
+    """The row's line in that run's ``rows.jsonl``."""
+    on_page: bool | None = None
+    """Whether that run's ``report.html`` shows the row; None when the page could not be read."""
 
 
 class RowChange(BaseModel):
@@ -79,17 +103,34 @@ class RowChange(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     id: str | None
-    """The row's id, or None when it is matched by line."""
+    """The row's id, or None when it is matched by question or line."""
     old: RowState | None
     """The old run's result; None for an added row."""
     new: RowState | None
     """The new run's result; None for a removed row."""
     why: tuple[ChangeKind, ...]
     """What changed, most telling first."""
+    matched_by: MatchKind | None = None
+    """What the two records were matched by; None for an added or removed row."""
+    inputs_changed: tuple[InputPart, ...] = ()
+    """Which of the row's answer, sources and question changed (when both records say)."""
+
+
+class Difference(BaseModel):
+    """One setting that differs between the two runs, with both values."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    name: str
+    """The setting: a ``report.json`` ``config`` key, a version, or a judge field."""
+    old: JsonValue
+    """The old run's value (None when it does not record it)."""
+    new: JsonValue
+    """The new run's value (None when it does not record it)."""
 
 
 class RunDiff(BaseModel):
-    """Two runs compared: totals, the judges, and every changed row in the new run's order."""
+    """Two runs compared: totals, the instruments, and every changed row."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -119,85 +160,121 @@ class RunDiff(BaseModel):
     """How many rows carry each change kind (a row may carry several)."""
     transitions: dict[str, int]
     """How many rows went from one outcome to another, as ``"old->new"``."""
+    matched_by: dict[str, int] = Field(default_factory=dict)
+    """How many compared rows were matched by ``id``, ``question`` and ``line``."""
+    inputs_recorded: int = 0
+    """Compared rows whose records both carry input digests (what ``inputs_changed``
+    counts over); 0 for runs whose ``rows.jsonl`` records none."""
+    inputs_changed: dict[str, int] = Field(default_factory=dict)
+    """Of those, how many changed ``answer``, ``sources`` and ``question``."""
+    option_differences: tuple[Difference, ...] = ()
+    """Each check option (a ``report.json`` ``config`` key) whose values differ."""
+    version_differences: tuple[Difference, ...] = ()
+    """``citemark_version`` and ``schema_version``, where they differ."""
+    judge_differences: tuple[Difference, ...] = ()
+    """Each judge field (``provider``, ``model``, ``prompt_sha256``) that differs, or
+    ``judge`` itself when only one run had one."""
     changes: tuple[RowChange, ...]
     """Every changed, added or removed row: the new run's order, then removed rows."""
-
-
-class _Key(NamedTuple):
-    id: str | None
-    nth: int
 
 
 def compare_runs(
     old_dir: str | os.PathLike[str],
     new_dir: str | os.PathLike[str],
-    *,
-    allow_different_inputs: bool = False,
 ) -> RunDiff:
     """Compare the ``citemark check`` outputs in two folders.
+
+    The result holds every changed row; ``citemark diff`` streams them instead, in
+    memory that does not grow with the runs (`compared`).
 
     Args:
         old_dir: The earlier run's output folder.
         new_dir: The later run's output folder.
-        allow_different_inputs: Compare runs whose inputs differ (rows are then
-            matched by id or line all the same).
 
     Returns:
         The comparison.
 
     Raises:
         RunDiffError: a folder lacks ``report.json`` or ``rows.jsonl``, a line of
-            ``rows.jsonl`` is not a row record, or the inputs differ and
-            ``allow_different_inputs`` is false.
+            ``rows.jsonl`` is not a row record, or the runs share no row.
     """
-    old_report, new_report = _report(Path(old_dir)), _report(Path(new_dir))
-    same_input = old_report.input_sha256 == new_report.input_sha256
-    if not same_input and not allow_different_inputs:
-        msg = (
-            f"the runs read different inputs (input_sha256 {old_report.input_sha256[:12]}... "
-            f"and {new_report.input_sha256[:12]}...); pass allow_different_inputs "
-            "(--allow-different-inputs) to compare them anyway"
-        )
-        raise RunDiffError(msg)
-    old_judge = old_report.check.judge if old_report.check else None
-    new_judge = new_report.check.judge if new_report.check else None
-    old_rows = dict(_states(Path(old_dir) / _ROWS))
-    tally = _Tally()
-    changes: list[RowChange] = []
-    for key, new in _states(Path(new_dir) / _ROWS):
-        old = old_rows.pop(key, None)
-        if old is None:
-            tally.added += 1
-            changes.append(RowChange(id=key.id, old=None, new=new, why=("added",)))
-            continue
-        tally.compared += 1
-        why = _why(old, new)
-        if not why:
-            continue
-        tally.changed += 1
-        tally.count(why, old.outcome, new.outcome)
-        changes.append(RowChange(id=key.id, old=old, new=new, why=why))
-    for key, old in old_rows.items():
-        tally.removed += 1
-        changes.append(RowChange(id=key.id, old=old, new=None, why=("removed",)))
-    for change in changes:
-        if change.why in {("added",), ("removed",)}:
-            tally.why[change.why[0]] = tally.why.get(change.why[0], 0) + 1
-    return RunDiff(
-        old_input_sha256=old_report.input_sha256,
-        new_input_sha256=new_report.input_sha256,
-        same_input=same_input,
-        old_judge=old_judge,
-        new_judge=new_judge,
-        same_judge=old_judge == new_judge,
-        compared=tally.compared,
-        unchanged=tally.compared - tally.changed,
-        changed=tally.changed,
-        added=tally.added,
-        removed=tally.removed,
-        why=dict(sorted(tally.why.items(), key=lambda item: (-item[1], item[0]))),
-        transitions=dict(sorted(tally.transitions.items(), key=lambda item: (-item[1], item[0]))),
-        changes=tuple(changes),
+    with compared(old_dir, new_dir) as (summary, changes):
+        return summary.model_copy(update={"changes": tuple(changes())})
+
+
+@contextlib.contextmanager
+def compared(
+    old_dir: str | os.PathLike[str],
+    new_dir: str | os.PathLike[str],
+) -> Iterator[tuple[RunDiff, Callable[[], Iterator[RowChange]]]]:
+    """Compare two runs on disk; yield the totals (``changes`` empty) and the changes.
+
+    The second value reads the changes back from the on-disk index, in order, each
+    time it is called, while the block lasts; leaving it removes the index.
+
+    Raises:
+        RunDiffError: as `compare_runs`.
+    """
+    old_path, new_path = Path(old_dir), Path(new_dir)
+    old_run, new_run = read_report(old_path), read_report(new_path)
+    with RowIndex() as index:
+        old_page, new_page = shown_lines(old_path), shown_lines(new_path)
+        index.load(read_rows(old_path))
+        tally = _Tally()
+        for new in read_rows(new_path):
+            old = index.take(new)
+            if old is None:
+                tally.added += 1
+                tally.note("added")
+                index.record(
+                    _dump(RowChange(id=new.id, old=None, new=_state(new, new_page), why=("added",)))
+                )
+                continue
+            change = tally.compare(old, new)
+            if change is not None:
+                why, inputs = change
+                index.record(
+                    _dump(
+                        RowChange(
+                            id=new.id,
+                            old=_state(old, old_page),
+                            new=_state(new, new_page),
+                            why=why,
+                            matched_by=new.kind,
+                            inputs_changed=inputs,
+                        )
+                    )
+                )
+        if tally.compared == 0:
+            msg = (
+                f"{old_run.name} and {new_run.name} share no row (rows are matched by id, "
+                "else question, else line): there is nothing to compare"
+            )
+            raise RunDiffError(msg)
+        for old in index.left():
+            tally.removed += 1
+            tally.note("removed")
+            index.record(
+                _dump(RowChange(id=old.id, old=_state(old, old_page), new=None, why=("removed",)))
+            )
+        summary = _summary(old_run, new_run, tally)
+        yield summary, lambda: (RowChange.model_validate(json.loads(t)) for t in index.changes())
+
+
+def _dump(change: RowChange) -> str:
+    return json.dumps(change.model_dump(mode="json"), ensure_ascii=True, separators=(",", ":"))
+
+
+def _state(facts: RowFacts, page: frozenset[int] | None) -> RowState:
+    return RowState(
+        line=facts.line,
+        outcome=facts.outcome,
+        reason=facts.reason,
+        violation=facts.violation,
+        judge_band=facts.judge_band,
+        verdicts=facts.verdicts,
+        record=facts.record,
+        on_page=None if page is None else (facts.outcome != "malformed" and facts.line in page),
     )
 
 
@@ -206,16 +283,46 @@ class _Tally:
         self.compared = self.changed = self.added = self.removed = 0
         self.why: dict[str, int] = {}
         self.transitions: dict[str, int] = {}
+        self.matched_by: dict[str, int] = {}
+        self.inputs_recorded = 0
+        self.inputs_changed: dict[str, int] = dict.fromkeys(_INPUT_PARTS, 0)
 
-    def count(self, why: tuple[ChangeKind, ...], old: str, new: str) -> None:
+    def note(self, kind: str) -> None:
+        self.why[kind] = self.why.get(kind, 0) + 1
+
+    def compare(
+        self, old: RowFacts, new: RowFacts
+    ) -> tuple[tuple[ChangeKind, ...], tuple[InputPart, ...]] | None:
+        """Count one matched pair; what changed and which inputs changed, or None."""
+        self.compared += 1
+        self.matched_by[new.kind] = self.matched_by.get(new.kind, 0) + 1
+        inputs = self._inputs(old, new)
+        why = _why(old, new)
+        if not why:
+            return None
+        self.changed += 1
         for kind in why:
-            self.why[kind] = self.why.get(kind, 0) + 1
-        if old != new:
-            transition = f"{old}->{new}"
+            self.note(kind)
+        if old.outcome != new.outcome:
+            transition = f"{old.outcome}->{new.outcome}"
             self.transitions[transition] = self.transitions.get(transition, 0) + 1
+        return why, inputs
+
+    def _inputs(self, old: RowFacts, new: RowFacts) -> tuple[InputPart, ...]:
+        if old.digests is None or new.digests is None:
+            return ()
+        self.inputs_recorded += 1
+        changed = tuple(
+            part
+            for part in _INPUT_PARTS
+            if getattr(old.digests, part) != getattr(new.digests, part)
+        )
+        for part in changed:
+            self.inputs_changed[part] += 1
+        return changed
 
 
-def _why(old: RowState, new: RowState) -> tuple[ChangeKind, ...]:
+def _why(old: RowFacts, new: RowFacts) -> tuple[ChangeKind, ...]:
     why: list[ChangeKind] = []
     if new.violation and not old.violation:
         why.append("new_violation")
@@ -230,83 +337,65 @@ def _why(old: RowState, new: RowState) -> tuple[ChangeKind, ...]:
     return tuple(why)
 
 
-def _report(folder: Path) -> EvalReport:
-    path = folder / _REPORT
-    try:
-        with open_regular(path) as handle:
-            data = handle.read()
-    except OSError:
-        msg = f"{folder.name}/{_REPORT} is missing or cannot be read: is it a check output folder?"
-        raise RunDiffError(msg) from None
-    try:
-        report = EvalReport.model_validate_json(data)
-    except ValidationError:
-        report = None
-    if report is None or report.check is None:
-        msg = f"{folder.name}/{_REPORT} is not the report of a citemark check"
-        raise RunDiffError(msg)
-    return report
+def _ranked(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _states(path: Path) -> Iterator[tuple[_Key, RowState]]:
-    seen: dict[str, int] = {}
-    try:
-        handle = open_regular(path)
-    except OSError:
-        msg = f"{path.parent.name}/{_ROWS} is missing or cannot be read"
-        raise RunDiffError(msg) from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            state, row_id = _state(path, number, raw)
-            if row_id is None:
-                yield _Key(None, state.line), state
-            else:
-                nth = seen[row_id] = seen.get(row_id, 0) + 1
-                yield _Key(row_id, nth), state
+def _summary(old: RunInfo, new: RunInfo, tally: _Tally) -> RunDiff:
+    return RunDiff(
+        old_input_sha256=old.input_sha256,
+        new_input_sha256=new.input_sha256,
+        same_input=old.input_sha256 == new.input_sha256,
+        old_judge=old.judge,
+        new_judge=new.judge,
+        same_judge=old.judge == new.judge,
+        compared=tally.compared,
+        unchanged=tally.compared - tally.changed,
+        changed=tally.changed,
+        added=tally.added,
+        removed=tally.removed,
+        why=_ranked(tally.why),
+        transitions=_ranked(tally.transitions),
+        matched_by=_ranked(tally.matched_by),
+        inputs_recorded=tally.inputs_recorded,
+        inputs_changed=tally.inputs_changed if tally.inputs_recorded else {},
+        option_differences=_option_differences(old, new),
+        version_differences=_differences(
+            {"citemark_version": old.citemark_version, "schema_version": old.schema_version},
+            {"citemark_version": new.citemark_version, "schema_version": new.schema_version},
+        ),
+        judge_differences=_judge_differences(old.judge, new.judge),
+        changes=(),
+    )
 
 
-def _state(path: Path, number: int, raw: bytes) -> tuple[RowState, str | None]:
-    record: Any = None
-    problem: str | None = None
-    try:
-        record = loads_strict(raw.decode("utf-8"), max_bytes=None)
-    except StrictJSONError as exc:
-        problem = line_reason(exc)
-    except UnicodeDecodeError:
-        problem = "not UTF-8"
-    if problem is not None:
-        # Raised outside the except block: the refusal chains nothing.
-        msg = f"{path.parent.name}/{_ROWS} line {number} is not a row record ({problem})"
-        raise RunDiffError(msg)
-    try:
-        line = record["line"]
-        outcome = record["outcome"]
-        if not isinstance(line, int) or not isinstance(outcome, str):
-            raise TypeError  # noqa: TRY301 - one refusal for every shape problem
-        if outcome == "malformed":
-            return RowState(
-                line=line,
-                outcome=outcome,
-                reason=str(record.get("error")),
-                violation=False,
-                judge_band=None,
-                verdicts=(),
-            ), None
-        details = record["details"]
-        row_id = record.get("id")
-        band = details.get("raw_score")
-        verdicts = tuple(str(v.get("outcome")) for v in details.get("verdicts") or ())
-        state = RowState(
-            line=line,
-            outcome=outcome,
-            reason=record.get("reason"),
-            violation=outcome == "failed" and bool(details.get("deterministic_failures")),
-            judge_band=band if isinstance(band, int) and not isinstance(band, bool) else None,
-            verdicts=verdicts,
+def _differences(old: dict[str, JsonValue], new: dict[str, JsonValue]) -> tuple[Difference, ...]:
+    names = [*old, *(name for name in new if name not in old)]
+    return tuple(
+        Difference(name=name, old=old.get(name), new=new.get(name))
+        for name in names
+        if old.get(name) != new.get(name) or (name in old) != (name in new)
+    )
+
+
+def _option_differences(old: RunInfo, new: RunInfo) -> tuple[Difference, ...]:
+    return _differences(
+        {key: value for key, value in old.config.items() if key not in _NOT_OPTIONS},
+        {key: value for key, value in new.config.items() if key not in _NOT_OPTIONS},
+    )
+
+
+def _judge_differences(
+    old: ModelIdentity | None, new: ModelIdentity | None
+) -> tuple[Difference, ...]:
+    if old is None or new is None:
+        if old == new:
+            return ()
+        return (
+            Difference(
+                name="judge",
+                old=None if old is None else old.model_dump(mode="json"),
+                new=None if new is None else new.model_dump(mode="json"),
+            ),
         )
-    except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
-        state = None
-    if state is None:
-        msg = f"{path.parent.name}/{_ROWS} line {number} is not a row record"
-        raise RunDiffError(msg)
-    return state, row_id if isinstance(row_id, str) else None
+    return _differences(old.model_dump(mode="json"), new.model_dump(mode="json"))
