@@ -1,11 +1,16 @@
 """citemark: citations a RAG answer cannot fake.
 
-The top level holds the contract: the models, the marker grammar, rendering,
+The top level holds the core API: the models, the marker grammar, rendering,
 resolution, verification, the chat seam, synthesis, the judge, the scorer, the echo
 check and the error tree. Secondary surfaces live in public domain modules:
 `citemark.evaluation` (scorer findings and reason codes), `citemark.calibration`,
 `citemark.echo`, `citemark.reports`, `citemark.syntax`, `citemark.text`,
 `citemark.providers`, `citemark.otel` and `citemark.testing`.
+
+``import citemark`` loads the contract only (the models, the marker grammar,
+rendering, resolution and the errors); every other top-level name loads its module
+the first time it is read, so the model side (httpx), BM25 (numpy), the judge, the
+scorer, echo and the reports cost nothing until used.
 
 Deprecated: the names below were top-level in citemark 0.1 and still import from
 here for one release (0.2), without a warning; import them from their new homes.
@@ -23,10 +28,9 @@ here for one release (0.2), without a warning; import them from their new homes.
 """
 
 import importlib as _importlib
+import typing as _typing
 from typing import Any as _Any
 
-from citemark._chat import ChatModel, Completion, OpenAIChat
-from citemark._echo.run import EchoReport, run_echo_check
 from citemark._errors import (
     BlankQueryError,
     CalibrationError,
@@ -46,11 +50,9 @@ from citemark._errors import (
     TruncatedAnswerError,
     UnrecognizedCitationError,
 )
-from citemark._judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
 from citemark._markers import MarkerOccurrence, MaskedSpan, masked_spans, parse_markers
 from citemark._models import Citation, CitedAnswer, Source, UnrecognizedToken
 from citemark._nearmiss import find_unrecognized
-from citemark._redaction import RedactingChat, RedactionReport
 from citemark._render import (
     DEFAULT_SYNTHESIS_PROMPT,
     indent_block,
@@ -58,27 +60,33 @@ from citemark._render import (
     render_prompt,
     render_sources,
 )
-from citemark._reports import EvalReport, SynthesisReport
 from citemark._resolve import resolve
-from citemark._retrieval import BM25Retriever
-from citemark._scorer.scorer import CitationScore, CitationScorer, ScoreRow, coverage_report
-from citemark._stream import StreamingResolver
-from citemark._structured import (
-    StructuredCitation,
-    StructuredCitedAnswer,
-    StructuredFindings,
-    check_structured,
-    resolve_structured,
-)
-from citemark._synthesis import DEFAULT_REWRITE_PROMPT, QueryRewriter, Synthesizer
-from citemark._verify import (
-    DocumentReader,
-    FileReader,
-    MappingReader,
-    Verification,
-    locate_span,
-    verify_citation,
-)
+
+if _typing.TYPE_CHECKING:
+    from citemark._chat import ChatModel, Completion, OpenAIChat
+    from citemark._echo.run import EchoReport, run_echo_check
+    from citemark._judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
+    from citemark._redaction import RedactingChat, RedactionReport
+    from citemark._reports import EvalReport, SynthesisReport
+    from citemark._retrieval import BM25Retriever
+    from citemark._scorer.scorer import CitationScore, CitationScorer, ScoreRow, coverage_report
+    from citemark._stream import StreamingResolver
+    from citemark._structured import (
+        StructuredCitation,
+        StructuredCitedAnswer,
+        StructuredFindings,
+        check_structured,
+        resolve_structured,
+    )
+    from citemark._synthesis import DEFAULT_REWRITE_PROMPT, QueryRewriter, Synthesizer
+    from citemark._verify import (
+        DocumentReader,
+        FileReader,
+        MappingReader,
+        Verification,
+        locate_span,
+        verify_citation,
+    )
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",
@@ -149,12 +157,60 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-# Report public names as `citemark.X` in tracebacks and reprs, not `citemark._mod.X`.
+# Public names whose modules load on first use (PEP 562): the model side (httpx), BM25
+# (rank-bm25, numpy), the judge, the scorer, echo and the reports stay out of
+# `import citemark`, which loads the contract alone.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("ChatModel", "Completion", "OpenAIChat"), "citemark._chat"),
+    **dict.fromkeys(("EchoReport", "run_echo_check"), "citemark._echo.run"),
+    **dict.fromkeys(
+        ("DEFAULT_JUDGE_PROMPT", "FaithfulnessJudge", "FaithfulnessVerdict"), "citemark._judge"
+    ),
+    **dict.fromkeys(("RedactingChat", "RedactionReport"), "citemark._redaction"),
+    **dict.fromkeys(("EvalReport", "SynthesisReport"), "citemark._reports"),
+    "BM25Retriever": "citemark._retrieval",
+    **dict.fromkeys(
+        ("CitationScore", "CitationScorer", "ScoreRow", "coverage_report"),
+        "citemark._scorer.scorer",
+    ),
+    "StreamingResolver": "citemark._stream",
+    **dict.fromkeys(
+        (
+            "StructuredCitation",
+            "StructuredCitedAnswer",
+            "StructuredFindings",
+            "check_structured",
+            "resolve_structured",
+        ),
+        "citemark._structured",
+    ),
+    **dict.fromkeys(
+        ("DEFAULT_REWRITE_PROMPT", "QueryRewriter", "Synthesizer"), "citemark._synthesis"
+    ),
+    **dict.fromkeys(
+        (
+            "DocumentReader",
+            "FileReader",
+            "MappingReader",
+            "Verification",
+            "locate_span",
+            "verify_citation",
+        ),
+        "citemark._verify",
+    ),
+}
+
+
+def _present_at_top_level(obj: object) -> None:
+    """Report a public class or function as `citemark.X`, not `citemark._mod.X`."""
+    if isinstance(obj, type) or callable(obj):
+        obj.__module__ = "citemark"
+
+
 for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) or callable(_obj):
-        _obj.__module__ = "citemark"
-del _name, _obj
+    if _name not in _LAZY:
+        _present_at_top_level(globals()[_name])
+del _name
 
 # Deprecated top-level names (see the module docstring), each read from its new home.
 _MOVED: dict[str, str] = {
@@ -207,10 +263,26 @@ _MOVED: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> _Any:  # noqa: ANN401 - whatever the moved name is
-    """Serve a deprecated top-level name from its new module (one more release)."""
-    home = _MOVED.get(name)
-    if home is None:
+def __getattr__(name: str) -> _Any:  # noqa: ANN401 - whatever the named object is
+    """Load a public name's module on first use, or serve a deprecated name (0.2 only).
+
+    A public name is bound in this module once loaded, so later reads are plain
+    attribute reads. A deprecated name is read from its new home each time and is
+    never bound here: it stays out of ``dir(citemark)`` and ``vars(citemark)``.
+    """
+    home = _LAZY.get(name)
+    if home is not None:
+        obj = getattr(_importlib.import_module(home), name)
+        _present_at_top_level(obj)
+        globals()[name] = obj
+        return obj
+    moved_to = _MOVED.get(name)
+    if moved_to is None:
         msg = f"module 'citemark' has no attribute {name!r}"
         raise AttributeError(msg)
-    return getattr(_importlib.import_module(home), name)
+    return getattr(_importlib.import_module(moved_to), name)
+
+
+def __dir__() -> list[str]:
+    """The module's names, counting the public names not loaded yet."""
+    return sorted({*globals(), *__all__})

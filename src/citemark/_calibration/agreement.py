@@ -17,7 +17,7 @@ disagreements, listed by the human label, travel with every summary number.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,12 +29,24 @@ __all__ = [
     "ClassAgreement",
     "ConfusionMatrix",
     "Disagreements",
+    "Metric",
     "agreement_rate",
     "cohen_kappa",
     "confusion_matrix",
     "measure_agreement",
     "precision_recall",
 ]
+
+Metric = Literal[
+    "agreement_rate",
+    "kappa",
+    "faithful_precision",
+    "faithful_recall",
+    "unfaithful_precision",
+    "unfaithful_recall",
+    "coverage",
+]
+"""The agreement measures a threshold can be registered on."""
 
 _CONFIG = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 

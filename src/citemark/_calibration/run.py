@@ -42,7 +42,7 @@ from citemark._artifacts import (
     utc_now,
     write_report_atomically,
 )
-from citemark._calibration.agreement import Agreement, measure_agreement
+from citemark._calibration.agreement import Agreement, Metric, measure_agreement
 from citemark._errors import CalibrationError, ChatError, JudgeError
 from citemark._sync import run_sync
 
@@ -65,15 +65,6 @@ __all__ = [
     "run_calibration_sync",
 ]
 
-Metric = Literal[
-    "agreement_rate",
-    "kappa",
-    "faithful_precision",
-    "faithful_recall",
-    "unfaithful_precision",
-    "unfaithful_recall",
-    "coverage",
-]
 _MEASUREMENT_GLOB: Final = "*.measurement-*.json"
 _CONFIG: Final = ConfigDict(
     frozen=True, extra="forbid", use_attribute_docstrings=True, hide_input_in_errors=True

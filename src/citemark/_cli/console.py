@@ -30,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from citemark._check.terminal import printable
+from citemark._reports import counted, headline_text, judge_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,12 +41,14 @@ if TYPE_CHECKING:
     from citemark._echo.run import EchoReport
     from citemark._reports import CheckSummary
 
-__all__ = ["CheckProgress", "print_calibration", "print_check", "print_echo"]
+__all__ = ["CheckProgress", "output_console", "print_calibration", "print_check", "print_echo"]
 
 # How many malformed lines are named on standard error; the rest are counted.
 _WARNED_LINES: Final = 20
 # How many failure causes the summary names; report.json and report.html list all.
 _CAUSES_SHOWN: Final = 5
+# The width lines are laid out to when standard output is not a terminal: no wrapping.
+_PIPE_WIDTH: Final = 100_000
 
 
 class _RowRate(ProgressColumn):
@@ -109,85 +112,92 @@ def _text(text: str, style: str = "") -> Text:
     return Text(printable(text), style=style)
 
 
+def output_console() -> Console:
+    """The console for standard output: never markup highlighting, never wrapped when piped.
+
+    On a terminal rich fits lines to its width; into a pipe or a file there is no
+    width to fit, and a line cut at 80 columns would break a ``grep``, so lines are
+    written whole.
+    """
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True, width=_PIPE_WIDTH)
+
+
 def print_check(result: CheckResult, runs: Path) -> None:
-    """Print the summary of a check: malformed lines on standard error, a table on output."""
+    """Print the summary of a check: malformed lines on standard error, the headline first."""
     summary = result.summary
     for bad in summary.malformed_lines[:_WARNED_LINES]:
         sys.stderr.write(f"citemark: warning: line {bad.line}: {bad.reason}\n")
     if summary.malformed > _WARNED_LINES:
         more = summary.malformed - _WARNED_LINES
-        sys.stderr.write(f"citemark: warning: {more} more malformed lines (see rows.jsonl)\n")
-    console = Console(highlight=False)
-    console.print(_text(f"citemark check: {summary.rows} rows of {runs}", style="bold"))
-    cited = summary.citations_all_resolve - summary.citations_all_resolve_none_cited
-    console.print(
-        _text(
-            f"every citation resolves: {summary.citations_all_resolve} of {summary.rows} rows "
-            f"({cited} citing, {summary.citations_all_resolve_none_cited} citing nothing)",
-            style="bold",
+        sys.stderr.write(
+            f"citemark: warning: {counted(more, 'more malformed line')} (see rows.jsonl)\n"
         )
-    )
-    if summary.violations:
-        kinds = ", ".join(f"{count} {code}" for code, count in summary.violations.items())
-        console.print(_text(f"rows with deterministic violations: {kinds}"))
-    else:
-        console.print(_text("rows with deterministic violations: none"))
-    table = Table()
-    table.add_column("outcome")
-    table.add_column("rows", justify="right")
-    table.add_row(_text("passed", style="green"), str(summary.passed))
-    table.add_row(_text("failed", style="red"), str(summary.failed))
-    table.add_row("  deterministic violations", str(summary.deterministic_failures))
-    table.add_row(_text("un-assessed", style="yellow"), str(summary.unassessed))
-    for code, count in summary.reasons.items():
-        table.add_row(_text(f"  {code}"), str(count))
-    table.add_row("malformed lines", str(summary.malformed))
-    console.print(table)
+    console = output_console()
+    console.print(_text(f"citemark check: {counted(summary.rows, 'row')} of {runs}", style="bold"))
+    console.print(_text(headline_text(summary), style="bold"))
+    console.print(_text(judge_text(summary)))
+    console.print(_headline_table(summary))
     _print_judge_calls(console, summary)
     citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
-    console.print(_text(f"citations: {citations}"))
+    console.print(_text(f"citation markers: {citations}"))
     if summary.provider_citations:
         outcomes = ", ".join(f"{n} {o}" for o, n in summary.provider_citations.items())
-        rows = summary.rows_with_provider_citations
-        console.print(_text(f"provider citations in {rows} rows: {outcomes}"))
+        holding = counted(summary.rows_with_provider_citations, "row")
+        console.print(_text(f"provider citations in {holding}: {outcomes}"))
     if summary.rows_with_unrecognized:
         kinds = ", ".join(f"{count} {kind}" for kind, count in summary.unrecognized.items())
         console.print(
             _text(
-                f"citation-like text that is not a marker: {summary.rows_with_unrecognized} "
-                f"rows ({kinds}); see rows.jsonl 'unrecognized'"
+                "citation-like text that is not a marker: "
+                f"{counted(summary.rows_with_unrecognized, 'row')} ({kinds}); "
+                "see rows.jsonl 'unrecognized'"
             )
         )
     if summary.rows_with_unverifiable_sources:
         console.print(
             _text(
-                f"unverifiable sources (no text, or only a URL): "
-                f"{summary.rows_with_unverifiable_sources} rows; their citations are not graded"
+                "unverifiable sources (no text, or only a URL): "
+                f"{counted(summary.rows_with_unverifiable_sources, 'row')}; "
+                "their citations are not graded"
             )
         )
     if summary.possible_zero_based_numbering:
+        rows = summary.possible_zero_based_numbering
         console.print(
             _text(
-                f"possible 0-based numbering: {summary.possible_zero_based_numbering} rows cite "
-                "[0] and would be in range numbered from 0 (try --index-base 0)"
+                f"possible 0-based numbering: {counted(rows, 'row')} "
+                f"{'cites' if rows == 1 else 'cite'} [0] and would be in range numbered "
+                "from 0 (try --index-base 0)"
             )
         )
     _print_causes(console, summary)
     _print_groups(console, summary)
-    judge = summary.judge
     console.print(
         _text(
-            "judge: none (deterministic findings only)"
-            if judge is None
-            else f"judge (advisory, never gates): {judge.provider} {judge.model}"
+            f"wrote {result.report_path}, {result.html_path} "
+            f"({counted(result.shown, 'row')} shown) and {result.rows_path}"
         )
     )
-    console.print(
-        _text(
-            f"wrote {result.report_path}, {result.html_path} ({result.shown} rows shown) "
-            f"and {result.rows_path}"
-        )
-    )
+
+
+def _headline_table(summary: CheckSummary) -> Table:
+    """The headline's counts, one line each, with the violation codes and reasons under them."""
+    headline = summary.headline
+    table = Table()
+    table.add_column("citations")
+    table.add_column("rows", justify="right")
+    table.add_row(_text("cite correctly", style="green"), str(headline.cite_correctly))
+    table.add_row("  of which cite nothing", str(headline.cite_nothing))
+    table.add_row(_text("violation", style="red"), str(headline.violations))
+    for code, count in summary.violations.items():
+        table.add_row(_text(f"  {code}"), str(count))
+    table.add_row(_text("could not be checked", style="yellow"), str(headline.unchecked))
+    for code, count in headline.unchecked_reasons.items():
+        table.add_row(_text(f"  {code}"), str(count))
+    table.add_row("unreadable lines", str(headline.unreadable_lines))
+    return table
 
 
 def _print_causes(console: Console, summary: CheckSummary) -> None:
@@ -243,7 +253,7 @@ def _print_judge_calls(console: Console, summary: CheckSummary) -> None:
 
 def print_echo(report: EchoReport, path: Path) -> None:
     """Print one line per echo case, the outcome counts, and a warning for any leak."""
-    console = Console(highlight=False)
+    console = output_console()
     console.print(_text(f"echo check: {len(report.cases)} cases", style="bold"))
     table = Table()
     for column in ("case", "outcome", "positive source", "citations", "leaked in"):
@@ -275,7 +285,7 @@ def print_echo(report: EchoReport, path: Path) -> None:
 
 def print_calibration(report: CalibrationReport, measurement: Path | None) -> None:
     """Print each registered minimum against what was measured, and whether all were met."""
-    console = Console(highlight=False)
+    console = output_console()
     console.print(_text("calibration: registered minimums against the measurement", style="bold"))
     table = Table()
     for column in ("metric", "minimum", "observed", "met"):

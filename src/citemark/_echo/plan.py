@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ECHO_CASES",
+    "ECHO_REPORT_NAME",
     "MARKER_BITS",
     "MARKER_PREFIX",
     "EchoCase",
@@ -37,6 +38,9 @@ __all__ = [
     "PlannedCase",
     "plan_echo",
 ]
+
+ECHO_REPORT_NAME: Final = "echo-latest.json"
+"""The file name the echo report is written under, inside ``out_dir``."""
 
 MARKER_PREFIX: Final = "CM-ECHO-"
 """What every planted marker starts with."""

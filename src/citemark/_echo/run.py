@@ -42,6 +42,7 @@ from citemark._artifacts import (
 )
 from citemark._echo.plan import (
     DEFAULT_ECHO_CASES,
+    ECHO_REPORT_NAME,
     MARKER_BITS,
     MARKER_PREFIX,
     EchoCase,
@@ -76,8 +77,6 @@ EchoOutcome: TypeAlias = Literal[
 ]
 """The outcome of one echo case; see `EchoCaseResult.outcome` for the precedence."""
 
-ECHO_REPORT_NAME: Final = "echo-latest.json"
-"""The file name the echo report is written under, inside ``out_dir``."""
 
 _DESCRIPTION: Final = (
     "Synthetic policy excerpts written by citemark's echo check, independent of any "

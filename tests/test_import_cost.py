@@ -1,0 +1,196 @@
+"""What ``import citemark`` loads: the contract only, the rest on first use (issue 25).
+
+Each check runs in a fresh interpreter, since this test process has long imported
+everything.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import citemark
+
+# Modules `import citemark` must not load: the model side, BM25 and its numpy, the
+# terminal, the CLI and every subsystem past the contract.
+HEAVY = (
+    "httpx",
+    "httpcore",
+    "numpy",
+    "rank_bm25",
+    "rich",
+    "click",
+    "citemark._chat",
+    "citemark._cli",
+    "citemark._echo",
+    "citemark._calibration",
+    "citemark._reports",
+    "citemark._retrieval",
+    "citemark._judge",
+    "citemark._scorer",
+    "citemark._check",
+    "citemark._artifacts",
+    "citemark._synthesis",
+    "citemark._redaction",
+    "citemark.calibration",
+    "citemark.echo",
+    "citemark.reports",
+    "citemark.evaluation",
+)
+
+# What the contract is: the models, the marker grammar, resolution and the errors.
+CONTRACT = ("citemark._models", "citemark._markers", "citemark._resolve", "citemark._errors")
+
+
+def loaded_after(code: str) -> set[str]:
+    """The names in ``sys.modules`` after ``code`` runs in a fresh interpreter."""
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(completed.stdout.splitlines()[-1]))
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    """The `HEAVY` modules (or their submodules) among ``modules``."""
+    return sorted(
+        name for name in modules for heavy in HEAVY if name == heavy or name.startswith(f"{heavy}.")
+    )
+
+
+def run_python(code: str) -> str:
+    """Run ``code`` in a fresh interpreter and return what it printed."""
+    completed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    )
+    return completed.stdout
+
+
+class TestImportCitemark:
+    def test_loads_the_contract_and_nothing_heavy(self):
+        """`import citemark` loads the models, markers, resolve and errors, and no subsystem."""
+        modules = loaded_after("import citemark")
+        assert [] == heavy_in(modules)
+        assert set(CONTRACT) <= modules
+
+    def test_a_contract_name_loads_nothing_heavy(self):
+        """Using the contract (resolve a cited answer) still loads no model side."""
+        modules = loaded_after(
+            "from citemark import Source, resolve\n"
+            "resolve('Fee [1].', [Source(text='The fee.', doc_id='a')])"
+        )
+        assert [] == heavy_in(modules)
+
+    def test_a_lazy_name_loads_its_module_on_first_use(self):
+        """Reading `citemark.OpenAIChat` is what brings httpx in."""
+        modules = loaded_after("import citemark\ncitemark.OpenAIChat")
+        assert "httpx" in modules
+        assert "citemark._chat" in modules
+        assert "numpy" not in modules
+
+    def test_the_help_of_the_command_loads_no_engine(self):
+        """``citemark --help`` parses arguments without numpy, httpx or the check engine.
+
+        BM25 loads for ``answer``, the rest once a command runs (`citemark._cli.commands`).
+        """
+        modules = loaded_after(
+            "import contextlib, io\n"
+            "from citemark._cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main(['--help'])"
+        )
+        assert "numpy" not in modules
+        assert "rank_bm25" not in modules
+        assert [] == [
+            name
+            for name in ("httpx", "citemark._cli.commands", "citemark._check.run", "rich")
+            if name in modules
+        ]
+
+
+class TestImportLangchainCitemark:
+    def test_loads_no_citemark_subsystem(self):
+        """The LangChain adapter's import loads citemark's contract, not its scorer or writers."""
+        modules = loaded_after("import langchain_citemark")
+        assert [] == heavy_in(modules)
+        assert "citemark.providers" not in modules
+
+    def test_every_public_name_imports_in_a_fresh_process(self):
+        """`from langchain_citemark import X` works for every name, lazy ones included."""
+        printed = run_python(
+            """
+            import langchain_citemark
+            missing = []
+            for name in langchain_citemark.__all__:
+                namespace = {}
+                exec(f"from langchain_citemark import {name}", namespace)
+                if namespace[name] is not getattr(langchain_citemark, name):
+                    missing.append(name)
+            print(missing, sorted(set(langchain_citemark.__all__) - set(dir(langchain_citemark))))
+            """
+        )
+        assert "[] []\n" == printed
+
+
+class TestPublicNamesStayWhole:
+    def test_every_public_name_imports_from_the_top_level_in_a_fresh_process(self):
+        """`from citemark import X` works for every name of __all__, none loaded before."""
+        printed = run_python(
+            """
+            import citemark
+            missing = []
+            for name in citemark.__all__:
+                namespace = {}
+                exec(f"from citemark import {name}", namespace)
+                if namespace[name] is not getattr(citemark, name):
+                    missing.append(name)
+            print(missing)
+            """
+        )
+        assert "[]\n" == printed
+
+    def test_dir_lists_every_public_name_before_it_loads(self):
+        """dir(citemark) counts the names whose modules have not loaded yet."""
+        printed = run_python(
+            """
+            import sys
+            import citemark
+            names = set(dir(citemark))
+            print(sorted(set(citemark.__all__) - names), "httpx" in sys.modules)
+            """
+        )
+        assert "[] False\n" == printed
+
+    def test_a_lazy_class_reports_the_package_even_if_a_domain_module_loaded_it_first(self):
+        """`citemark.CitationScorer` prints as citemark.X whichever import came first."""
+        printed = run_python(
+            """
+            import citemark.evaluation
+            import citemark
+            print(citemark.CitationScorer.__module__, citemark.OpenAIChat.__module__)
+            """
+        )
+        assert "citemark citemark\n" == printed
+
+    def test_lazy_names_are_the_objects_of_their_modules(self):
+        """A lazily loaded name is the very object its private module defines."""
+        from citemark._chat import OpenAIChat
+        from citemark._scorer.scorer import CitationScorer
+
+        assert citemark.OpenAIChat is OpenAIChat
+        assert citemark.CitationScorer is CitationScorer
+
+    def test_an_unknown_name_stays_an_attribute_error_in_a_fresh_process(self):
+        """The lazy table serves its own names only."""
+        printed = run_python(
+            """
+            import citemark
+            try:
+                citemark.no_such_name
+            except AttributeError as exc:
+                print(type(exc).__name__)
+            """
+        )
+        assert "AttributeError\n" == printed
