@@ -12,9 +12,12 @@ Printed as times and ratios measured in the same run, never as timed tests:
    - ``CitationScorer.score_many`` with ``citemark.OpenAIChat``;
    - a bare ``httpx.AsyncClient`` behind ``asyncio.Semaphore(32)`` making the same
      200 requests (the ceiling httpx allows on this machine);
+   - a raw HTTP/1.1 client on asyncio streams, 32 keep-alive connections and no
+     library (the floor beneath any client);
    - LlamaIndex's ``BatchEvalRunner(workers=32)`` with ``FaithfulnessEvaluator``,
      its LLM a small ``CustomLLM`` posting to the same server with httpx.
-   Targets: score_many >= 0.9x bare httpx, and >= 4x BatchEvalRunner.
+   Targets (issue 25): score_many >= 1.0x bare httpx and >= 0.9x the raw client,
+   with OpenAIChat's deadline and reply-size cap on; and >= 4x BatchEvalRunner.
 
 The server is a minimal asyncio HTTP/1.1 server in its own process, so it does not
 share the client's event loop or core: a ThreadingHTTPServer tops out below the
@@ -22,7 +25,8 @@ share the client's event loop or core: a ThreadingHTTPServer tops out below the
 
 Run: ``.venv/bin/python bench/scorer.py`` (``--probes`` or ``--concurrency`` for one
 half; ``--repeat N``, default 5, runs each concurrency measurement N times, interleaved,
-and reports each client's best and median run).
+and reports each client's best and median run; ``--no-llama-index`` leaves LlamaIndex
+out).
 """
 
 from __future__ import annotations
@@ -206,6 +210,54 @@ async def run_bare_httpx(base_url: str, prompt: str) -> float:
     return ROWS / elapsed
 
 
+async def run_raw_asyncio(base_url: str, prompt: str) -> float:
+    """The same 200 requests from a hand-written HTTP/1.1 client on asyncio streams.
+
+    ``CONCURRENCY`` keep-alive connections, each sending one request at a time and
+    reading the reply by its ``Content-Length``: no pool, no timeouts, no decoding
+    beyond ``json.loads``. The floor a client library sits on.
+    """
+    url = httpx.URL(base_url)
+    host, port = url.host, url.port or 80
+    path = url.path.rstrip("/") + "/chat/completions"
+    rows = iter(range(ROWS))
+    replies: list[str] = []
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for _ in rows:
+                body = json.dumps(
+                    {
+                        "model": "bench-judge",
+                        "messages": [{"role": "user", "content": prompt}],
+                        "stream": False,
+                    }
+                ).encode()
+                writer.write(
+                    f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                reply = json.loads(await reader.readexactly(length))
+                replies.append(reply["choices"][0]["message"]["content"])
+        finally:
+            writer.close()
+            await writer.wait_closed()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(connection() for _ in range(CONCURRENCY)))
+    elapsed = time.perf_counter() - start
+    if len(replies) != ROWS or not all(r == SCORER_REPLY for r in replies):
+        raise RuntimeError("unexpected reply")
+    return ROWS / elapsed
+
+
 def run_llama_index(base_url: str, *, native_async: bool = True) -> float:
     """BatchEvalRunner(workers=32) with FaithfulnessEvaluator over a loopback CustomLLM.
 
@@ -296,6 +348,8 @@ def _measure(results: Any, name: str, base_url: str, prompt: str) -> None:
             return asyncio.run(run_score_many(base_url))
         if name == "bare httpx":
             return asyncio.run(run_bare_httpx(base_url, prompt))
+        if name == "raw asyncio":
+            return asyncio.run(run_raw_asyncio(base_url, prompt))
         return run_llama_index(base_url, native_async=name == "llama-index")
 
     run()
@@ -319,7 +373,7 @@ def measure_apart(context: Any, name: str, base_url: str, prompt: str) -> tuple[
     return figure
 
 
-def bench_concurrency(repeat: int) -> None:
+def bench_concurrency(repeat: int, *, llama_index: bool = True) -> None:
     print(
         f"2. Judge concurrency: {ROWS} rows, concurrency {CONCURRENCY}, "
         f"loopback server with {LATENCY * 1000:.0f} ms latency ({repeat} interleaved runs each)"
@@ -331,7 +385,9 @@ def bench_concurrency(repeat: int) -> None:
     try:
         base_url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
         prompt = scorer_prompt()
-        clients = ("score_many", "bare httpx", "llama-index")
+        clients = ("score_many", "bare httpx", "raw asyncio") + (
+            ("llama-index",) if llama_index else ()
+        )
         figures: dict[str, list[float]] = {name: [] for name in clients}
         cpu: dict[str, list[float]] = {name: [] for name in clients}
         for _ in range(repeat):
@@ -339,7 +395,11 @@ def bench_concurrency(repeat: int) -> None:
                 rate, cpu_ms = measure_apart(context, name, base_url, prompt)
                 figures[name].append(rate)
                 cpu[name].append(cpu_ms)
-        sync_only, _ = measure_apart(context, "llama-index, sync-only", base_url, prompt)
+        sync_only = (
+            measure_apart(context, "llama-index, sync-only", base_url, prompt)[0]
+            if llama_index
+            else None
+        )
     finally:
         server.kill()
         server.join()
@@ -353,19 +413,29 @@ def bench_concurrency(repeat: int) -> None:
             f"{name:<12} best {best[name]:>6.1f}  median {median[name]:>6.1f} rows/s  "
             f"client CPU {statistics.median(cpu[name]):.2f} ms/row  (runs: {shown})"
         )
-    print(
-        f"llama-index with a sync-only CustomLLM: {sync_only:.1f} rows/s (one run, for reference)"
-    )
+    if sync_only is not None:
+        print(
+            f"llama-index with a sync-only CustomLLM: {sync_only:.1f} rows/s "
+            "(one run, for reference)"
+        )
     for label, figure in (("best", best), ("median", median)):
         ceiling = figure["score_many"] / figure["bare httpx"]
-        versus = figure["score_many"] / figure["llama-index"]
-        print(
+        floor = figure["score_many"] / figure["raw asyncio"]
+        line = (
             f"{label:<6} score_many / bare httpx = {ceiling:.2f}x "
-            f"(target >= 0.9x: {'OK' if ceiling >= 0.9 else 'MISSED'}); "
-            f"score_many / llama-index = {versus:.2f}x "
-            f"(target >= 4x: {'OK' if versus >= 4 else 'MISSED'})"
+            f"(target >= 1.0x: {'OK' if ceiling >= 1.0 else 'MISSED'}); "
+            f"score_many / raw asyncio = {floor:.2f}x "
+            f"(target >= 0.9x: {'OK' if floor >= 0.9 else 'MISSED'})"
         )
-    print(f"best score_many / sync-only llama-index = {best['score_many'] / sync_only:.1f}x")
+        if llama_index:
+            versus = figure["score_many"] / figure["llama-index"]
+            line += (
+                f"; score_many / llama-index = {versus:.2f}x "
+                f"(target >= 4x: {'OK' if versus >= 4 else 'MISSED'})"
+            )
+        print(line)
+    if sync_only is not None:
+        print(f"best score_many / sync-only llama-index = {best['score_many'] / sync_only:.1f}x")
     limit = CONCURRENCY / LATENCY
     print(
         f"(latency alone caps any client at {limit:.0f} rows/s: "
@@ -378,12 +448,15 @@ def main() -> None:
     parser.add_argument("--probes", action="store_true", help="only the hostile-input probes")
     parser.add_argument("--concurrency", action="store_true", help="only the concurrency benchmark")
     parser.add_argument("--repeat", type=int, default=5, help="concurrency runs per client")
+    parser.add_argument(
+        "--no-llama-index", action="store_true", help="leave LlamaIndex out of the comparison"
+    )
     args = parser.parse_args()
     both = not (args.probes or args.concurrency)
     if args.probes or both:
         bench_probes()
     if args.concurrency or both:
-        bench_concurrency(args.repeat)
+        bench_concurrency(args.repeat, llama_index=not args.no_llama_index)
 
 
 if __name__ == "__main__":

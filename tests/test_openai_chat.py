@@ -915,3 +915,101 @@ class TestClientLifecycle:
             asyncio.run(call())
 
         assert time.monotonic() - started < 2.0
+
+
+class TestConnectionsAndTls:
+    """What a call costs beneath the request: connections opened, TLS contexts built."""
+
+    def test_sequential_calls_reuse_one_connection(self, provider):
+        """Calls one after another on a loop travel on one kept-alive connection."""
+        chat = OpenAIChat(provider.base_url("ok"), MODEL)
+
+        async def calls() -> None:
+            async with chat:
+                for n in range(6):
+                    await chat.complete(f"q{n}")
+
+        asyncio.run(calls())
+
+        assert 1 == len({seen.port for seen in provider.seen("ok")})
+
+    def test_concurrent_calls_open_one_connection_per_call_in_flight(self, provider):
+        """Waves of 8 concurrent calls open at most 8 connections in all, kept between waves."""
+        chat = OpenAIChat(provider.base_url("ok"), MODEL)
+
+        async def waves() -> None:
+            async with chat:
+                for wave in range(3):
+                    await asyncio.gather(*(chat.complete(f"{wave}-{n}") for n in range(8)))
+
+        asyncio.run(waves())
+
+        assert 24 == provider.count("ok")
+        assert len({seen.port for seen in provider.seen("ok")}) <= 8
+
+    def test_a_pooled_request_carries_the_headers_a_client_would_merge(self, provider):
+        """Built without `build_request`, a request still sends what httpx's clients send."""
+        asyncio.run(OpenAIChat(provider.base_url("ok"), MODEL, KEY).complete("q"))
+
+        [seen] = provider.seen("ok")
+        port = provider.root.rsplit(":", 1)[1]
+        assert {
+            "host": f"127.0.0.1:{port}",
+            "accept": "application/json",
+            "accept-encoding": "gzip, deflate",
+            "connection": "keep-alive",
+            "user-agent": f"python-httpx/{httpx.__version__}",
+            "content-type": "application/json",
+            "authorization": f"Bearer {KEY}",
+        } == {name: value for name, value in seen.headers.items() if name != "content-length"}
+        assert int(seen.headers["content-length"]) > 0
+
+    def test_an_http_endpoint_loads_no_certificate_store(self, provider, monkeypatch):
+        """Calls to an http:// URL, each on its own loop, never build a verifying context."""
+        from citemark import _chat
+
+        built = count_tls_contexts(monkeypatch)
+        monkeypatch.setattr(_chat, "_TLS", {}, raising=False)  # a fresh process cache
+        chat = OpenAIChat(provider.base_url("ok"), MODEL)
+
+        for n in range(3):
+            asyncio.run(chat.complete(f"q{n}"))
+
+        assert (3, 0) == (provider.count("ok"), len(built))
+
+    def test_an_https_endpoint_builds_its_context_once_per_process(self, closed_port, monkeypatch):
+        """A sync wrapper's calls (one asyncio.run each) share one verifying context."""
+        from citemark import _chat
+
+        built = count_tls_contexts(monkeypatch)
+        monkeypatch.setattr(_chat, "_TLS", {}, raising=False)  # a fresh process cache
+        chat = OpenAIChat(f"https://127.0.0.1:{closed_port}/v1", MODEL)
+
+        reasons = [fail(chat).reason for _ in range(3)]
+
+        assert (["connect"] * 3, 1) == (reasons, len(built))
+
+    def test_the_context_of_an_http_endpoint_trusts_nothing(self):
+        """The context an http:// pool hands httpx would refuse every certificate."""
+        import ssl
+
+        from citemark._chat import _tls_context
+
+        closed = _tls_context(verified=False)
+
+        assert closed is _tls_context(verified=False)
+        assert (ssl.CERT_REQUIRED, True) == (closed.verify_mode, closed.check_hostname)
+        assert 0 == closed.cert_store_stats()["x509_ca"]
+
+
+def count_tls_contexts(monkeypatch) -> list[None]:
+    """Record each call of httpx's `create_ssl_context`, which still runs as is."""
+    built: list[None] = []
+    real = httpx.create_ssl_context
+
+    def counted(*args, **kwargs):
+        built.append(None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    return built

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import ssl
 import urllib.request
 import weakref
 import zlib
@@ -31,7 +32,6 @@ import httpx
 from citemark._errors import ChatConfigError, ChatError
 
 if TYPE_CHECKING:
-    import ssl
     from collections.abc import AsyncGenerator
     from types import TracebackType
 
@@ -62,6 +62,9 @@ _ACCEPT_ENCODING: Final = "gzip, deflate"
 _API_KEY_SHAPE: Final = re.compile(r"[\x21-\x7e]+")
 
 _MAX_PORT: Final = 65535
+
+# What httpx's own clients send, which a request built without one must name itself.
+_USER_AGENT: Final = f"python-httpx/{httpx.__version__}"
 
 # What is kept of a provider's own words: a short machine code (``finish_reason``,
 # ``error.code``, ``error.type``), never a message, which may quote the prompt.
@@ -272,6 +275,17 @@ class OpenAIChat:
         )
         self._deadline = _total_deadline(timeout, deadline)
         self._max_reply_bytes = _reply_cap(max_reply_bytes)
+        # What an owned client's request carries, computed once: the headers a
+        # client's `build_request` would merge (httpx's defaults under ours) and
+        # the phase bounds as the transport reads them.
+        self._owned_headers = httpx.Headers(
+            {
+                "User-Agent": _USER_AGENT,
+                "Connection": "keep-alive",
+                **self._headers,
+            }
+        )
+        self._owned_extensions = {"timeout": self._timeout.as_dict()}
         # Read here, once, as httpx reads them for a client it builds itself: a
         # client built with an explicit transport (as the pool's are) skips them.
         self._proxy = _environment_proxy(self._base_url)
@@ -324,15 +338,34 @@ class OpenAIChat:
                 is a stable code (see `citemark.ChatError`).
         """
         if self._injected is not None:
-            return await self._send(self._injected, prompt)
+            client = self._injected
+            # The caller's client merges its own headers, cookies and auth in.
+            request = client.build_request(
+                "POST",
+                self._url,
+                content=self._body(prompt),
+                headers=self._headers,
+                timeout=client.timeout if self._request_timeout is None else self._request_timeout,
+            )
+            return await self._send(client, request)
         pool = await self._pool()
         client = pool.acquire()
         try:
-            return await self._send(client, prompt)
+            # A client of the pool has nothing of its own to merge in (no cookies,
+            # auth or default headers past httpx's), so the request is built whole
+            # here: `build_request`'s merging cost more than the rest of a call.
+            request = httpx.Request(
+                "POST",
+                self._url,
+                content=self._body(prompt),
+                headers=self._owned_headers,
+                extensions=self._owned_extensions,
+            )
+            return await self._send(client, request)
         finally:
             pool.release(client)
 
-    async def _send(self, client: httpx.AsyncClient, prompt: str) -> Completion:
+    def _body(self, prompt: str) -> bytes:
         body = {
             "model": self._model,
             "messages": [{"role": "user", "content": prompt}],
@@ -341,13 +374,9 @@ class OpenAIChat:
         }
         # Serialized here rather than with httpx's ``json=``: ASCII escapes keep a
         # prompt holding a lone surrogate encodable instead of crashing the encoder.
-        request = client.build_request(
-            "POST",
-            self._url,
-            content=json.dumps(body).encode("ascii"),
-            headers=self._headers,
-            timeout=client.timeout if self._request_timeout is None else self._request_timeout,
-        )
+        return json.dumps(body).encode("ascii")
+
+    async def _send(self, client: httpx.AsyncClient, request: httpx.Request) -> Completion:
         content = await _post_within(
             client, request, self._model, self._deadline, self._max_reply_bytes
         )
@@ -385,7 +414,7 @@ class OpenAIChat:
         loop = asyncio.get_running_loop()
         if self._owned is not None and self._owned_loop is not None and self._owned_loop() is loop:
             return self._owned
-        pool = _ClientPool(self._timeout, self._proxy)
+        pool = _ClientPool(self._timeout, self._proxy, tls=self._base_url.scheme == "https")
         # Set before the first await, so concurrent first calls share one pool.
         self._owned, self._owned_loop = pool, weakref.ref(loop)
         # Started here, this async generator is registered with the running loop,
@@ -408,23 +437,19 @@ class _ClientPool:
     most calls ever in flight at once; each keeps at most one connection alive.
     """
 
-    def __init__(self, timeout: httpx.Timeout, proxy: str | None = None) -> None:
+    def __init__(self, timeout: httpx.Timeout, proxy: str | None = None, *, tls: bool) -> None:
         self._timeout = timeout
         self._proxy = proxy
+        self._tls = tls
         self._free: list[httpx.AsyncClient] = []
         self._all: list[httpx.AsyncClient] = []
-        # One TLS context for every client: building one per client (httpx's
-        # default) costs about 25 ms each, more than many whole calls.
-        self._tls: ssl.SSLContext | None = None
 
     def acquire(self) -> httpx.AsyncClient:
         if self._free:
             return self._free.pop()
-        if self._tls is None:
-            self._tls = httpx.create_ssl_context()
         client = httpx.AsyncClient(
             transport=httpx.AsyncHTTPTransport(
-                verify=self._tls,
+                verify=_tls_context(verified=self._tls),
                 proxy=self._proxy,
                 retries=0,
                 limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
@@ -441,6 +466,31 @@ class _ClientPool:
         clients, self._all, self._free = self._all, [], []
         for client in clients:
             await client.aclose()
+
+
+_TLS: dict[bool, ssl.SSLContext] = {}  # by "verified": each built once per process, on first need
+
+
+def _tls_context(*, verified: bool) -> ssl.SSLContext:
+    """The TLS context of a pool's clients.
+
+    For an ``https://`` endpoint, httpx's verifying context (certifi's roots, or
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` as read on first use), built once per process
+    and shared: building one loads the whole root store, about 25 to 100 ms, which
+    a sync wrapper would otherwise pay on every call (each ``asyncio.run`` gets a
+    fresh pool). An ``http://`` endpoint never opens TLS (the pool's clients only
+    ever reach it, and a proxy's TLS has a context of its own), yet httpx's
+    transport wants a context: it gets one that trusts no certificate at all, so
+    any use would fail closed. Both are shared: even an empty context costs a few
+    milliseconds to build, and a pool builds a client per call in flight.
+    """
+    context = _TLS.get(verified)
+    if context is None:
+        context = (
+            httpx.create_ssl_context() if verified else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        )
+        _TLS[verified] = context
+    return context
 
 
 async def _post_within(
