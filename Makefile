@@ -1,19 +1,32 @@
 # Two commands do everything on a fresh machine with Python 3.11+ and make:
-#   make demo   set up .venv and run citemark check on the bundled example runs
-#   make test   set up .venv and run lint, types, docs and the full suite
+#   make demo   set up .venv with the core only and run citemark check on the bundled example runs
+#   make test   set up .venv with everything and run lint, types, docs and the full suite
+# and one builds what another project installs:
+#   make dist   wheels and sdists of the three distributions in dist/ (see README.md)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# Two stages of the one .venv. STAMP: the core, editable, with its own dependencies
+# only (what make demo runs). DEV_STAMP: on top of it, both adapters editable and
+# the test toolchain (what make test runs).
+STAMP := $(VENV)/.installed-core
+DEV_STAMP := $(VENV)/.installed
 PACKAGES := -e . -e adapters/langchain -e adapters/llama-index
+# make dist builds with hatchling in this environment, so nothing is fetched while
+# building; tests/test_dist.py builds the same way, offline.
+DIST_TOOLS := hatchling==1.32.4
 
-.PHONY: demo test lint bench docs clean live
+.PHONY: demo test lint bench docs clean live dist
 
-$(STAMP): pyproject.toml adapters/langchain/pyproject.toml adapters/llama-index/pyproject.toml requirements-dev.txt
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(PACKAGES) -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP) adapters/langchain/pyproject.toml adapters/llama-index/pyproject.toml requirements-dev.txt
+	$(BIN)/python -m pip install --quiet $(PACKAGES) -r requirements-dev.txt $(DIST_TOOLS)
+	touch $(DEV_STAMP)
 
 # The "formats" environment: Ragas, DeepEval and Phoenix conflict with the pins above,
 # so the tests run them from their own venv, only to write the files those tools write
@@ -29,18 +42,18 @@ $(FORMATS_STAMP): requirements-formats.txt
 
 # The main job: check the bundled recorded runs, print the summary, and write
 # results/demo/report.json, report.html and rows.jsonl (tests/test_examples.py runs
-# this same command line).
+# this same command line). It needs the core only: a first run installs nothing else.
 demo: $(STAMP)
 	$(BIN)/citemark check examples/data/example-runs.jsonl --out results/demo
 
-lint: $(STAMP)
-	$(BIN)/ruff check src adapters tests bench examples live
-	$(BIN)/ruff format --check src adapters tests bench examples live
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src adapters tests bench examples live scripts
+	$(BIN)/ruff format --check src adapters tests bench examples live scripts
 	$(BIN)/mypy --strict -p citemark -p langchain_citemark \
 		-p llama_index.postprocessor.citemark -p llama_index.evaluation.citemark \
 		-p llama_index.query_engine.citemark
 
-docs: $(STAMP)
+docs: $(DEV_STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 test: lint docs $(FORMATS_STAMP)
@@ -69,8 +82,15 @@ live:
 	$(MAKE) $(LIVE_STAMP)
 	$(LIVE)/bin/python live/live_check.py
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python bench/run.py
 
+# Wheels and sdists of citemark, langchain-citemark and llama-index-citemark in dist/,
+# each adapter requiring exactly the core version built beside it (scripts/dist.py).
+dist: $(STAMP)
+	$(BIN)/python -m pip install --quiet $(DIST_TOOLS)
+	rm -rf dist
+	$(BIN)/python scripts/dist.py dist
+
 clean:
-	rm -rf $(VENV) $(FORMATS) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(FORMATS) dist .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,279 @@
+"""make dist builds installable distributions, and the README's install lines work outside the repo.
+
+The wheels are built with ``scripts/dist.py`` (what ``make dist`` runs) into a temporary
+folder, then installed with the README's own ``pip install`` lines into fresh virtual
+environments under the temporary folder, outside the repository, with no index at all
+(``--no-index``): nothing is downloaded. The third-party dependencies (pydantic,
+httpx, langchain-core, ...) come from this environment's site-packages, seen through
+a folder of links to every entry but citemark's own distributions, named in a ``.pth``
+file of the new environment. pip sees those as installed and resolves only the
+citemark distributions from the built files, so an adapter without its core fails
+there as it fails for a user.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tomllib
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+ADAPTER_WHEELS = {
+    "langchain-citemark": f"langchain_citemark-{VERSION}-py3-none-any.whl",
+    "llama-index-citemark": f"llama_index_citemark-{VERSION}-py3-none-any.whl",
+}
+# Entries of this environment's site-packages the dependency view leaves out: the
+# citemark distributions (editable here) and .pth files, which a view never runs.
+OWN = ("citemark", "langchain_citemark", "llama_index_citemark", "_editable_impl_", "__editable__")
+
+
+def run(command: list[str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=PIP_ENV
+    )
+
+
+# pip without any configuration file or PIP_* variable of this machine: no index, no
+# extra find-links, no constraints but what a test passes.
+PIP_ENV = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")} | {
+    "PIP_CONFIG_FILE": os.devnull,
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "PYTHONNOUSERSITE": "1",
+}
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    """The six files scripts/dist.py builds, in a temporary folder."""
+    out = tmp_path_factory.mktemp("dist")
+    done = run([sys.executable, str(ROOT / "scripts" / "dist.py"), str(out)], cwd=ROOT)
+    assert 0 == done.returncode, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def dependencies(tmp_path_factory) -> Path:
+    """A folder of links to this environment's installed packages, citemark's own left out."""
+    view = tmp_path_factory.mktemp("dependencies")
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if entry.name.startswith(OWN) or entry.suffix == ".pth":
+            continue
+        (view / entry.name).symlink_to(entry)
+    return view
+
+
+def fresh_venv(where: Path, dependencies: Path) -> Path:
+    """A new virtual environment at ``where`` that sees ``dependencies``; its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(purelib) / "_citemark_test_dependencies.pth").write_text(f"{dependencies}\n")
+    return python
+
+
+def readme_pip_line(marker: str) -> list[str]:
+    """The words after ``pip`` of the README's one ``pip install`` line containing ``marker``."""
+    lines = [
+        line.strip()
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.strip().startswith("pip install") and marker in line
+    ]
+    assert 1 == len(lines), lines
+    return shlex.split(lines[0])[1:]
+
+
+def pip(python: Path, words: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m pip`` with ``words``, never an index: ``--no-index`` goes after ``install``."""
+    assert "install" == words[0]
+    return run([str(python), "-m", "pip", "install", "--no-index", *words[1:]], cwd=cwd)
+
+
+def metadata(wheel: Path) -> list[str]:
+    """The Requires-Dist lines of a wheel's METADATA."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        parsed = Parser().parsestr(archive.read(name).decode("utf-8"))
+    return parsed.get_all("Requires-Dist") or []
+
+
+class TestMakeDist:
+    def test_dist_holds_a_wheel_and_an_sdist_of_each_distribution(self, dist):
+        """scripts/dist.py builds the sdist and the wheel of the core and both adapters."""
+        assert sorted(
+            [
+                f"citemark-{VERSION}-py3-none-any.whl",
+                f"citemark-{VERSION}.tar.gz",
+                *ADAPTER_WHEELS.values(),
+                f"langchain_citemark-{VERSION}.tar.gz",
+                f"llama_index_citemark-{VERSION}.tar.gz",
+            ]
+        ) == sorted(path.name for path in dist.iterdir())
+
+    @pytest.mark.parametrize("wheel", sorted(ADAPTER_WHEELS.values()))
+    def test_an_adapter_wheel_requires_exactly_the_core_built_with_it(self, dist, wheel):
+        """The adapter's metadata pins citemark==VERSION; the naive build keeps the range."""
+        requires = metadata(dist / wheel)
+        assert f"citemark=={VERSION}" in requires
+        assert not [r for r in requires if r.startswith("citemark") and r != f"citemark=={VERSION}"]
+
+    def test_a_plain_hatchling_build_would_not_pin_the_core(self, tmp_path):
+        """The naive variant (build the adapter folder as it is) gives a range, not a pin."""
+        adapter = ROOT / "adapters" / "langchain"
+        subprocess.run(
+            [sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(tmp_path)],
+            cwd=adapter,
+            check=True,
+            capture_output=True,
+        )
+        requires = metadata(tmp_path / ADAPTER_WHEELS["langchain-citemark"])
+        assert f"citemark=={VERSION}" not in requires
+
+    @pytest.mark.parametrize("name", ["langchain_citemark", "llama_index_citemark"])
+    def test_an_adapter_sdist_carries_the_pin_in_its_own_pyproject(self, dist, name):
+        """A wheel built later from the sdist, anywhere, pins the same core version."""
+        with tarfile.open(dist / f"{name}-{VERSION}.tar.gz") as archive:
+            member = archive.extractfile(f"{name}-{VERSION}/pyproject.toml")
+            assert member is not None
+            project = tomllib.loads(member.read().decode("utf-8"))["project"]
+        assert f"citemark=={VERSION}" in project["dependencies"]
+
+    def test_the_core_sdist_holds_the_package_not_the_repository(self, dist):
+        """The core's sdist has src/citemark, the README and its metadata; no tests, docs, adapters."""
+        with tarfile.open(dist / f"citemark-{VERSION}.tar.gz") as archive:
+            tops = {name.split("/")[1] for name in archive.getnames() if "/" in name}
+        assert {"src", "README.md", "pyproject.toml", "PKG-INFO"} <= tops
+        assert not tops & {"tests", "docs", "adapters", "bench", "examples"}
+
+    def test_dist_is_git_ignored(self):
+        """Built files are never committed."""
+        done = subprocess.run(
+            ["git", "check-ignore", "-q", f"dist/citemark-{VERSION}.tar.gz"], cwd=ROOT, check=False
+        )
+        assert 0 == done.returncode
+
+
+def make_dry_run(target: str, tmp_path: Path) -> list[str]:
+    """The commands ``make TARGET`` would run for a fresh clone (a .venv that does not exist)."""
+    done = subprocess.run(
+        ["make", "-n", target, f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+class TestMakefile:
+    def test_make_demo_installs_the_core_only(self, tmp_path):
+        """A fresh clone's make demo installs the core (editable), no adapter, no dev toolchain."""
+        installs = [line for line in make_dry_run("demo", tmp_path) if " pip install " in line]
+        assert installs
+        packages = [line.split(" pip install ", 1)[1].split() for line in installs]
+        assert [["--quiet", "--upgrade", "pip"], ["--quiet", "-e", "."]] == packages
+
+    def test_make_test_still_installs_everything_from_nothing(self, tmp_path):
+        """make test on a fresh clone installs the core, both adapters and requirements-dev.txt."""
+        commands = "\n".join(make_dry_run("test", tmp_path))
+        for needed in (
+            "-e adapters/langchain",
+            "-e adapters/llama-index",
+            "-r requirements-dev.txt",
+        ):
+            assert needed in commands
+
+    def test_make_dist_runs_the_build_script_into_dist(self, tmp_path):
+        """make dist builds with scripts/dist.py into dist/, after emptying it."""
+        commands = make_dry_run("dist", tmp_path)
+        assert "rm -rf dist" in commands
+        assert commands[-1].endswith("python scripts/dist.py dist")
+
+
+class TestInstallOutsideTheRepo:
+    def test_an_adapter_without_its_core_fails_naming_the_core(self, dist, dependencies, tmp_path):
+        """pip refuses the adapter alone, naming citemark==VERSION, the line the README quotes."""
+        alone = tmp_path / "alone"
+        alone.mkdir()
+        (alone / ADAPTER_WHEELS["langchain-citemark"]).symlink_to(
+            dist / ADAPTER_WHEELS["langchain-citemark"]
+        )
+        python = fresh_venv(tmp_path / "venv", dependencies)
+        words = readme_pip_line("--find-links dist")
+        words[words.index("dist")] = str(alone)
+        done = pip(python, words, cwd=tmp_path)
+        assert 0 != done.returncode
+        line = f"ERROR: No matching distribution found for citemark=={VERSION} (from langchain-citemark)"
+        assert line in done.stderr.splitlines()
+        assert line in README.read_text(encoding="utf-8").splitlines()
+        assert not list((tmp_path / "venv").rglob("langchain_citemark"))
+
+    def test_the_readme_dist_line_installs_core_and_adapter(self, dist, dependencies, tmp_path):
+        """pip install --find-links dist langchain-citemark brings the core; both import there."""
+        python = fresh_venv(tmp_path / "venv", dependencies)
+        words = readme_pip_line("--find-links dist")
+        words[words.index("dist")] = str(dist)
+        done = pip(python, words, cwd=tmp_path)
+        assert 0 == done.returncode, done.stderr
+        done = pip(python, ["install", "--find-links", str(dist), "llama-index-citemark"], tmp_path)
+        assert 0 == done.returncode, done.stderr
+        assert_installed_in(python, tmp_path)
+
+    def test_the_readme_source_tree_line_installs_core_and_adapter(self, dependencies, tmp_path):
+        """pip install ./path/to/citemark ./path/to/citemark/adapters/langchain, from this tree."""
+        python = fresh_venv(tmp_path / "venv", dependencies)
+        words = readme_pip_line("./path/to/citemark ")
+        words = [word.replace("./path/to/citemark", str(ROOT)) for word in words]
+        # Offline, the build backend comes from this environment, not from an index.
+        done = pip(python, [*words, "--no-build-isolation"], cwd=tmp_path)
+        assert 0 == done.returncode, done.stderr
+        venv = tmp_path / "venv"
+        found = run([str(python), "-c", CORE_CHECK], cwd=tmp_path)
+        assert (0, "") == (found.returncode, found.stderr)
+        assert found.stdout.startswith(str(venv))
+
+
+# Run in the new environment: where the core and the LangChain adapter come from, and
+# that they work (a fabricated marker is rejected through the adapter's parser).
+CORE_CHECK = """
+import citemark, langchain_citemark
+from langchain_core.documents import Document
+from langchain_citemark import CitationOutputParser
+from citemark import MarkerOutOfRangeError
+parser = CitationOutputParser(documents=[Document("Keep notices.", metadata={"source": "bsd"})])
+assert ["bsd"] == [c.doc_id for c in parser.parse("Keep them [1].").citations]
+try:
+    parser.parse("Keep them [2].")
+    raise SystemExit("a fabricated marker was accepted")
+except MarkerOutOfRangeError as exc:
+    assert exc.marker == 2
+print(citemark.__file__, langchain_citemark.__file__)
+"""
+
+
+def assert_installed_in(python: Path, cwd: Path) -> None:
+    venv = python.parent.parent
+    found = run([str(python), "-c", CORE_CHECK], cwd=cwd)
+    assert (0, "") == (found.returncode, found.stderr)
+    assert all(path.startswith(str(venv)) for path in found.stdout.split())
+    namespace = run(
+        [str(python), "-c", "import llama_index.postprocessor.citemark as m; print(m.__file__)"],
+        cwd=cwd,
+    )
+    assert 0 == namespace.returncode, namespace.stderr
+    assert namespace.stdout.startswith(str(venv))
