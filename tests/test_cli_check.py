@@ -55,8 +55,8 @@ class TestSummary:
         done = run_cli("check", str(EXAMPLE_RUNS), "--out", str(tmp_path))
         assert (0, "") == (done.returncode, done.stderr)
         assert done.stdout.startswith(f"citemark check: 16 rows of {EXAMPLE_RUNS}\n")
-        assert "deterministic violations │    3" in done.stdout
-        assert "no_resolved_citations    │    2" in done.stdout
+        assert "fabricated_citation   │    3" in done.stdout
+        assert "of which cite nothing │    2" in done.stdout
         assert sorted(REPORT_FILES) == sorted(p.name for p in tmp_path.iterdir())
 
     def test_report_json_is_an_eval_report_saying_what_produced_it(self, tmp_path):
@@ -241,9 +241,13 @@ class TestMalformedLines:
         )
         done = run_cli("check", str(runs), "--out", str(tmp_path / "out"))
         expected = (
-            "citemark: error: no line of the input is a readable row (4 malformed; "
-            "line 1: not valid JSON; line 2: not a JSON object; line 3: answer is missing "
-            "(the line looks like a ragas record: read it with --from ragas))\n"
+            "citemark: error: no line of the input is a readable row: 4 malformed lines: "
+            "line 1: not valid JSON (the line opens a JSON object spread over lines, "
+            "pretty-printed: citemark reads one object a line (write it with jq -c); "
+            "--from openinference and --from mlflow read pretty-printed files); "
+            "line 2: not a JSON object; line 3: answer is missing "
+            "(the line looks like a ragas record: read it with --from ragas); "
+            "line 4: answer must be a string or a structured answer object\n"
         )
         assert (2, expected) == (done.returncode, done.stderr)
         assert [] == list((tmp_path / "out").iterdir())
@@ -331,7 +335,10 @@ class TestExitCodes:
     @pytest.mark.parametrize(
         ("args", "message"),
         [
-            (["missing.jsonl"], "citemark: error: RUNS.jsonl must name an existing file\n"),
+            (
+                ["missing.jsonl"],
+                "citemark: error: RUNS.jsonl must name an existing file (or - for standard input)\n",
+            ),
             (["RUNS", "--concurrency", "0"], "citemark: error: --concurrency must be at least 1\n"),
             (["RUNS", "--html-rows", "-1"], "citemark: error: --html-rows must be 0 or more\n"),
             (
@@ -344,7 +351,10 @@ class TestExitCodes:
             ),
             (
                 ["RUNS", "--judge-model", "m"],
-                "citemark: error: base_url is required: pass base_url= or set CITEMARK_BASE_URL\n",
+                (
+                    "citemark: error: --judge-base-url is required: pass --judge-base-url or "
+                    "set CITEMARK_BASE_URL\n"
+                ),
             ),
             (
                 ["RUNS", "--concurrency", "many"],
@@ -369,9 +379,10 @@ class TestExitCodes:
         """With --json a usage error is one JSON object on stdout with the exit code."""
         done = run_cli("check", str(tmp_path / "missing.jsonl"), "--json")
         assert 2 == done.returncode
-        assert {"error": "RUNS.jsonl must name an existing file", "exit_code": 2} == json.loads(
-            done.stdout
-        )
+        assert {
+            "error": "RUNS.jsonl must name an existing file (or - for standard input)",
+            "exit_code": 2,
+        } == json.loads(done.stdout)
 
 
 def judge_reply(prompt: str) -> str:
@@ -644,7 +655,11 @@ class TestJUnitFormat:
     """--format junit: failed rows show as failed test cases in a CI system."""
 
     def test_rows_become_test_cases_with_their_outcome(self, tmp_path):
-        """A violation fails, an un-assessed row skips, a malformed line errors; ids escaped."""
+        """A violation fails, a row citing correctly passes, a malformed line errors; ids escaped.
+
+        The outcome is the headline's: an abstention passes (it cites nothing wrongly),
+        and a row that only lacks a judge is no longer skipped.
+        """
         import xml.etree.ElementTree as ET
 
         hostile = f'<x id="{CANARY}">&'
@@ -657,8 +672,20 @@ class TestJUnitFormat:
         assert 0 == done.returncode
         tree = ET.parse(out / "report.junit.xml")  # noqa: S314 - our own output
         suite = tree.getroot().find("testsuite")
-        assert ("4", "1", "1", "2") == tuple(
+        assert ("4", "1", "1", "0") == tuple(
             suite.get(key) for key in ("tests", "failures", "errors", "skipped")
+        )
+        suite_facts = {p.get("name"): p.get("value") for p in suite.find("properties")}
+        assert ("2", "1", "1", "0", "1", "not_asked") == tuple(
+            suite_facts[name]
+            for name in (
+                "cite_correctly",
+                "cite_nothing",
+                "violations",
+                "unchecked",
+                "unreadable_lines",
+                "judge",
+            )
         )
         cases = {case.get("name"): case for case in suite.iter("testcase")}
         assert ["ok", hostile, "line 3", "line 4"] == list(cases)
@@ -667,7 +694,14 @@ class TestJUnitFormat:
             failure.get("type"),
             failure.get("message"),
         )
-        assert "no_judge" == cases["ok"].find("skipped").get("message")
+        facts = {
+            name: {p.get("name"): p.get("value") for p in case.iter("property")}
+            for name, case in cases.items()
+        }
+        assert cases["ok"].find("skipped") is None
+        assert {"citations": "cited", "judge": "not_asked"} == facts["ok"]
+        assert {"citations": "cites_nothing", "judge": "not_asked"} == facts["line 3"]
+        assert "violation" == facts[hostile]["citations"]
         assert cases["line 4"].find("error") is not None
         files = json.loads((out / "report.json").read_text())["check"]["files"]
         digest = hashlib.sha256((out / "report.junit.xml").read_bytes()).hexdigest()

@@ -122,6 +122,28 @@ class TestCorrectAndShifted:
         assert summary["rows_with_provider_citations"] == 2
         assert summary["deterministic_failures"] == 0
 
+    def test_a_verified_citation_counts_in_sentence_coverage(self, tmp_path):
+        """A sentence a verified provider citation supports carries a citation (issue 23).
+
+        Before, coverage counted markers only: "0 of 1 sentences" on a row whose one
+        sentence the provider cited and citemark verified. A citation that does not
+        verify (shifted by one) credits nothing.
+        """
+        _, out, _ = check(
+            tmp_path,
+            [anthropic_row("a-ok"), gemini_row("g-ok"), anthropic_row("a-off", start=START + 1)],
+        )
+        rows = rows_by_id(out)
+
+        def coverage(row_id: str) -> tuple[int, int, list[str]]:
+            found = rows[row_id]["details"]["sentence_coverage"]
+            return found["cited_sentences"], found["sentences"], found["uncited_sentences"]
+
+        assert coverage("a-ok") == (1, 1, [])
+        assert coverage("g-ok") == (1, 3, ["Tea!", CANARY])
+        assert coverage("a-off") == (0, 1, [f"{CANARY} says: it is powdered green tea."])
+        assert rows["a-ok"]["citation_outcome"] == "cited"
+
     def test_the_response_span_is_in_code_points_of_the_whole_answer(self, tmp_path):
         """Gemini's part-relative UTF-8 offsets land on the right code points of the answer."""
         _, out, _ = check(tmp_path, [gemini_row("g-ok")])

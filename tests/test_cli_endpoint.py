@@ -246,7 +246,7 @@ class TestFailureReasons:
                 str(tmp_path),
                 base_url=server.base_url,
             )
-        assert (3, "citemark: error: every echo call failed (1 calls: 1 deadline)\n") == (
+        assert (3, "citemark: error: every echo call failed (1 call: 1 deadline)\n") == (
             done.returncode,
             done.stderr,
         )

@@ -251,7 +251,7 @@ def _attribute_docstring(name: str) -> str | None:
     package = ast.parse(Path(citemark.__file__).read_text(encoding="utf-8"))
     modules = [
         node.module
-        for node in package.body
+        for node in ast.walk(package)
         if isinstance(node, ast.ImportFrom)
         and node.module is not None
         and any(alias.name == name for alias in node.names)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import citemark
-from citemark import CitemarkError, _errors
+from citemark import ChatError, CitemarkError, SynthesisError, _errors
+from citemark.evaluation import CHAT_REASONS
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS_PAGE = ROOT / "docs" / "errors.md"
@@ -125,3 +126,66 @@ class TestErrorTree:
             for cls in error_classes()
         }
         assert expected == tree_parents(docstring_tree())
+
+
+def section(name: str) -> str:
+    """The text of docs/errors.md's section headed ``name``, up to the next heading."""
+    text = page_text()
+    start = next(m.end() for m in HEADING.finditer(text) if m.group("name") == name)
+    following = HEADING.search(text, start)
+    return text[start : following.start() if following else len(text)]
+
+
+def listed_codes(text: str, attribute: str) -> list[str]:
+    """The codes listed for ``attribute`` in a Markdown bullet or a Google-style docstring.
+
+    The list is what follows ``CHAT_REASONS``, up to the end of the sentence: every
+    code in backticks, single (Markdown) or double (reStructuredText), in order.
+    """
+    # The attribute's entry: from its name to the next entry, bullet or docstring field.
+    entry = re.search(
+        rf"(?:^- `{attribute}`|^\s+{attribute}:)(?P<entry>.*?)(?=^- `|^\s+[a-z_]+: |\Z)",
+        text,
+        re.MULTILINE | re.DOTALL,
+    )
+    assert entry is not None, attribute
+    listed = entry.group("entry").split("CHAT_REASONS", 1)[1].split(".", 1)[0]
+    return re.findall(r"`{1,2}([a-z_]+)`{1,2}", listed)
+
+
+class TestReasonCodesDocumented:
+    """docs/errors.md and the ChatError docstring list exactly the reason table's codes."""
+
+    def test_the_page_lists_every_chat_error_reason_in_the_table(self):
+        """ChatError's `reason` bullet names CHAT_REASONS' codes, in the table's order."""
+        assert list(CHAT_REASONS) == listed_codes(section("ChatError"), "reason")
+
+    def test_the_docstring_lists_every_chat_error_reason_in_the_table(self):
+        """ChatError's docstring names the same codes under its ``reason`` attribute."""
+        assert list(CHAT_REASONS) == listed_codes(ChatError.__doc__ or "", "reason")
+
+    def test_a_list_missing_a_code_is_caught(self):
+        """The naive variant, the list before `deadline` and `reply_too_large`, fails the check."""
+        stale = (
+            "- `reason` (`str`): a stable code, one of `citemark.evaluation.CHAT_REASONS`:\n"
+            "  `timeout`, `connect`, `http_status`, `protocol`, `transport`, `bad_envelope`,\n"
+            "  `null_content`. Reports count failed calls per code.\n"
+            "- `detail` (`str`): the fixed sentence, such as `x`.\n"
+        )
+        assert list(CHAT_REASONS) != listed_codes(stale, "reason")
+        assert ["timeout", "connect"] == listed_codes(stale, "reason")[:2]
+
+
+def test_every_rejection_reason_is_explained():
+    """Each SynthesisError class's ``reason`` has its sentence in REJECTION_REASONS.
+
+    Enumerated from the classes, so a new rejection cannot ship unexplained; the two
+    structured-answer codes were missing from the table before (issue 23).
+    """
+    from citemark.evaluation import REJECTION_REASONS
+
+    missing = sorted(
+        {cls.reason for cls in error_classes() if issubclass(cls, SynthesisError)}
+        - set(REJECTION_REASONS)
+    )
+    assert missing == []

@@ -368,11 +368,20 @@ class TestLines:
         ]
 
     def test_reasons_match_the_native_reader_for_unreadable_lines(self):
-        """Unreadable lines get the reason the native reader gives the same bytes."""
+        """Unreadable lines get the reason the native reader gives the same bytes.
+
+        The native reader adds a hint to a line of one bracket (a pretty-printed file
+        given where one object a line is read, and which ``--from`` reads it); the
+        reason before the hint is the same.
+        """
         for raw in (b"{", b"\xff", b'{"a": 1, "a": 2}', b'[{"a": Infinity}]'):
             native = parse_row(1, raw)
             assert isinstance(native, MalformedLine)
-            assert reason(raw + b"\n", {"answer": "/a", "sources": "/s"}) == native.reason
+            mapped = reason(raw + b"\n", {"answer": "/a", "sources": "/s"})
+            if raw == b"{":
+                assert native.reason.startswith(f"{mapped} (the line opens a JSON object")
+            else:
+                assert mapped == native.reason
 
     def test_a_byte_order_mark_on_the_first_line_is_skipped(self):
         data = b"\xef\xbb\xbf" + jsonl([{"a": "x", "s": []}])

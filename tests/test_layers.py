@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_sync",
                 "_syntax",
                 "_validation",
+                "_words",
             }
         ),
     ),

@@ -56,8 +56,8 @@ class TestCheckEvents:
                     "gen_ai.evaluation.name": "citemark.citations_valid",
                     "gen_ai.evaluation.score.label": "fail",
                     "gen_ai.evaluation.score.value": 0.0,
-                    "gen_ai.evaluation.explanation": "1 resolved, 1 fabricated, 0 ambiguous, "
-                    "0 ignored citation(s); failed on fabricated_citation",
+                    "gen_ai.evaluation.explanation": "citations: 1 resolved, 1 fabricated, "
+                    "0 ambiguous, 0 ignored; failed on fabricated_citation",
                     "citemark.evaluator.kind": "deterministic",
                 },
             )
@@ -109,7 +109,7 @@ class TestJudgeEvents:
         assert {
             "gen_ai.evaluation.name": "citemark.citation_support",
             "gen_ai.evaluation.score.label": "supported",
-            "gen_ai.evaluation.explanation": "advisory; judge band 3 of 0..3 over 1 citation(s)",
+            "gen_ai.evaluation.explanation": "advisory; judge band 3 of 0..3 over 1 citation",
             "citemark.evaluator.kind": "judge",
             "citemark.evaluator.provider": "local",
             "citemark.evaluator.model": "j-1",
@@ -136,7 +136,7 @@ class TestJudgeEvents:
         assert {
             "gen_ai.evaluation.name": "citemark.faithfulness",
             "gen_ai.evaluation.score.label": "faithful",
-            "gen_ai.evaluation.explanation": "advisory verdict; 0 unsupported claim(s)",
+            "gen_ai.evaluation.explanation": "advisory verdict; 0 unsupported claims",
             "citemark.evaluator.kind": "judge",
             "citemark.evaluator.provider": "local",
             "citemark.evaluator.model": "f-1",

@@ -147,8 +147,57 @@ class TestPlugin:
             "test_report_option_writes_the_check_report.py::test_direct_call_is_recorded_too#2",
         ] == ids
         result.stdout.fnmatch_lines(
-            ["*4 assert_cited recorded: 3 held, 1 failed; report in*report.html"]
+            [
+                "4 assert_cited recorded: 3 held, 1 failed",
+                (
+                    "citations: 3 of 4 rows cite correctly; 1 has a violation "
+                    "(1 fabricated_citation); 0 could not be checked; 0 lines unreadable"
+                ),
+                "judge: not asked (deterministic findings only)",
+                "report in*report.html",
+            ]
         )
+
+    def test_an_abstention_follows_the_same_rule_in_the_summary_and_the_report(
+        self, pytester, tmp_path
+    ):
+        """The abstention fails assert_cited (min_citations=1) and says why; the report and
+        the summary count it, by the same rule as citemark check, as citing nothing."""
+        pytester.makepyfile(
+            """
+from citemark import Source
+from citemark.testing import assert_cited
+
+SOURCES = [Source(text="Fees rise in May.", doc_id="fees")]
+
+def test_abstains():
+    assert_cited("The sources do not say.", SOURCES)
+
+def test_abstention_accepted():
+    assert_cited("The sources do not say.", SOURCES, min_citations=0)
+"""
+        )
+        out = tmp_path / "report"
+        result = pytester.runpytest("-p", "no:cacheprovider", "--citemark-report", str(out))
+        result.assert_outcomes(passed=1, failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*it cites nothing, an abstention (min_citations=0 accepts one)*",
+                (
+                    "2 assert_cited recorded: 1 held, 1 failed "
+                    "(1 of them an abstention, which min_citations=0 accepts)"
+                ),
+                "citations: 2 of 2 rows cite correctly (2 cite nothing); 0 have a violation;*",
+            ]
+        )
+        check = json.loads((out / "report.json").read_text(encoding="utf-8"))["check"]
+        assert (2, 2, 0) == (
+            check["headline"]["cite_correctly"],
+            check["headline"]["cite_nothing"],
+            check["headline"]["violations"],
+        )
+        page = (out / "report.html").read_text(encoding="utf-8")
+        assert "--fail-on-violation" not in page
 
     def test_the_report_equals_citemark_check_on_the_same_rows(self, pytester, tmp_path):
         """The plugin's report.json is the check command's on assertions.jsonl, up to timestamps."""

@@ -293,7 +293,7 @@ class TestSentenceCoverage:
         assert (True, False, 0.0) == (plain.passed, gated.passed, gated.score)
         assert ["sentence_coverage_below_minimum"] == gated.details["deterministic_failures"]
         assert gated.explanation.startswith(
-            "Failed: 1 of 3 sentences carry a resolved citation, below the minimum share of 50%."
+            "Failed: 1 of 3 sentences carry a citation, below the minimum share of 50%."
         )
         assert 1 == len(chat.prompts)
 

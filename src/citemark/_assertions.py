@@ -10,31 +10,93 @@ never prints the answer, the sources or the question into a CI log.
 Each call is offered to the recorders registered with `add_recorder`; the pytest
 plugin (``--citemark-report DIR``) is one, and turns the run's assertions into the
 same ``report.json`` and ``report.html`` as ``citemark check``.
+
+`citation_outcome` is citemark's one rule for what a row's citations amount to, the
+one ``citemark check``'s headline, its report, JUnit file and this assertion all
+follow (see docs/reports.md, "The headline"). An *abstention*, an answer that cites
+nothing, breaks no citation rule: it is counted with the rows that cite correctly
+and named apart (``cites_nothing``). Requiring a citation is the caller's own, extra
+demand: `assert_cited` makes it by default (``min_citations=1``) and says so when it
+fails a row for it; ``citemark check`` never fails an abstention.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 from citemark._models import CitedAnswer, Source
 from citemark._resolve import resolve
 from citemark._scorer.scorer import CitationScorer
+from citemark._scorer.sentences import coverage_words
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from citemark._scorer.findings import ScoreFindings
     from citemark._scorer.result import CitationScore
 
 __all__ = [
+    "CITATION_OUTCOMES",
     "AssertionRecord",
     "CitationAssertionError",
+    "CitationOutcome",
     "add_recorder",
     "assert_cited",
+    "citation_outcome",
     "remove_recorder",
 ]
 
 _MAX_LISTED: Final = 10
+
+CitationOutcome = Literal["cited", "cites_nothing", "violation", "unchecked"]
+"""What a row's citations amount to, decided in code (see `citation_outcome`)."""
+
+CITATION_OUTCOMES: Final[tuple[CitationOutcome, ...]] = (
+    "cited",
+    "cites_nothing",
+    "violation",
+    "unchecked",
+)
+"""Every `CitationOutcome`, in the order reports list them."""
+
+# The structured-citation outcomes that cite a source correctly.
+_STRUCTURED_CITED: Final = frozenset({"resolved", "verified"})
+
+
+def citation_outcome(findings: ScoreFindings) -> CitationOutcome:
+    """What a row's citations amount to, by the checks made in code alone.
+
+    * ``violation``: a finding made in code failed the row (a fabricated citation, a
+      provider citation of a document not sent or that does not re-read, a
+      structured citation out of range, coverage below a minimum the caller set).
+    * ``unchecked``: the row's citations could not all be checked: it was never
+      classified (a reader or recorder said it cannot be, or its sources are an
+      empty context), a marker is ambiguous, or a provider citation could be
+      neither verified nor refuted.
+    * ``cited``: every citation is valid and there is at least one: a resolved
+      marker, a verified provider citation, or a structured citation in range.
+    * ``cites_nothing``: an abstention. Nothing is cited, so nothing is cited
+      wrongly: it counts with the rows that cite correctly, named apart.
+
+    The judge's opinion never enters: it is a separate, advisory line.
+    """
+    if findings.violated:
+        return "violation"
+    provider_unchecked = any(not v.ok for v in findings.provider_citations)
+    if findings.sentence_coverage is None or findings.ambiguous_citations or provider_unchecked:
+        return "unchecked"
+    structured = findings.structured
+    if (
+        findings.resolved_citations
+        or findings.provider_citations
+        or (
+            structured is not None
+            and any(c.outcome in _STRUCTURED_CITED for c in structured.citations)
+        )
+    ):
+        return "cited"
+    return "cites_nothing"
 
 
 class AssertionRecord(NamedTuple):
@@ -50,6 +112,8 @@ class AssertionRecord(NamedTuple):
     """Whether the assertion held."""
     label: str | None
     """The caller's label for the assertion (the pytest fixture passes the test id)."""
+    outcome: CitationOutcome | None = None
+    """What the answer's citations amount to (`citation_outcome`)."""
 
 
 class CitationAssertionError(AssertionError):
@@ -175,8 +239,9 @@ def assert_cited(  # noqa: PLR0913 - the assertion's options, all keyword-only
     scorer = CitationScorer(min_sentence_coverage=min_sentence_coverage)
     result = _score_now(scorer, answer, given, question)
     failure = _failure(result, len(given), min_citations, scorer.min_sentence_coverage)
+    outcome = citation_outcome(result.findings)
     for recorder in _recorders:
-        recorder(AssertionRecord(answer, given, question, failure is None, label))
+        recorder(AssertionRecord(answer, given, question, failure is None, label, outcome))
     if failure is not None:
         raise failure
     if not given:
@@ -234,12 +299,18 @@ def _failure(
             f"{len(fabricated)} of {distinct} distinct markers {names} no source"
         )
     elif len(resolved) < min_citations:
+        abstained = citation_outcome(findings) == "cites_nothing"
         problems.append(
             f"the answer cites {len(resolved)} of {count} {noun}; at least {min_citations} expected"
+            + (
+                "; it cites nothing, an abstention (min_citations=0 accepts one)"
+                if abstained
+                else ""
+            )
         )
     if "sentence_coverage_below_minimum" in findings.deterministic_failures:
         problems.append(
-            f"{cited_sentences} of {sentences} sentences carry a citation, "
+            f"{coverage_words(cited_sentences, sentences)}, "
             f"below the minimum share of {min_coverage:.0%}"
         )
     if not problems:

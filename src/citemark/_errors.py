@@ -24,6 +24,7 @@ drawn once, here and in ``docs/errors.md``::
     ├── NoRowsError               a check input held no readable row
     ├── ReplayError               a recorded run cannot be replayed
     ├── RunDiffError              two check runs cannot be compared
+    ├── PartMismatchError         a Ray worker's part file is not what it wrote
     ├── ProviderResponseError     a provider response is not of its documented shape
     └── OffsetUnitError           an offset fell inside a character or out of range
 
@@ -64,6 +65,7 @@ __all__ = [
     "NoRowsError",
     "NoSourcesError",
     "OffsetUnitError",
+    "PartMismatchError",
     "ProviderResponseError",
     "QueryRewriteError",
     "QuoteNotInSourceError",
@@ -346,7 +348,7 @@ class ChatError(CitemarkError):
         reason: A stable code for the kind of failure, one of
             ``citemark.evaluation.CHAT_REASONS``: ``timeout``, ``connect``,
             ``http_status``, ``protocol``, ``transport``, ``bad_envelope``,
-            ``null_content``.
+            ``null_content``, ``deadline``, ``reply_too_large``.
         detail: The fixed, structural sentence describing the failure, written by
             citemark (the phase that timed out, the envelope field that was wrong).
         provider_code: The provider's machine error code (e.g.
@@ -503,8 +505,9 @@ class UnsentDocumentError(SynthesisError):
         self.unsent_count = unsent_count
         self.sent_count = sent_count
         noun = "document was" if sent_count == 1 else "documents were"
+        citations = "1 citation names" if unsent_count == 1 else f"{unsent_count} citations name"
         msg = (
-            f"{provider} answer rejected: {unsent_count} citation(s) name a document that "
+            f"{provider} answer rejected: {citations} a document that "
             f"was not sent (first at citation {citation_index}); {sent_count} {noun} sent"
         )
         super().__init__(msg)
@@ -633,7 +636,14 @@ class RunDiffError(CitemarkError, ValueError):
     """Raised when two ``citemark check`` runs cannot be compared.
 
     A folder without ``report.json`` or ``rows.jsonl``, a line that is not a row
-    record, or runs over different inputs (their ``input_sha256`` differ) unless the
-    caller said to compare them anyway. The message carries hashes, line numbers and
-    counts only.
+    record, or two runs that share no row (matched by id, else question, else line).
+    The message carries hashes, line numbers and counts only.
+    """
+
+
+class PartMismatchError(CitemarkError):
+    """Raised when a Ray worker's part file is not the bytes it reported writing.
+
+    Its size or SHA-256 differs from the worker's summary (two runs sharing one
+    output folder, a full disk). The message names the shard and the output file.
     """

@@ -16,6 +16,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 from citemark._errors import ChatError, JudgeError
+from citemark._words import counted
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -161,8 +162,8 @@ def _report_score(scorer: CitationScorer, result: CitationScore) -> None:
     findings = result.findings
     counts = findings.marker_counts
     facts = (
-        f"{counts['resolved']} resolved, {counts['fabricated']} fabricated, "
-        f"{counts['ambiguous']} ambiguous, {counts['ignored']} ignored citation(s)"
+        f"citations: {counts['resolved']} resolved, {counts['fabricated']} fabricated, "
+        f"{counts['ambiguous']} ambiguous, {counts['ignored']} ignored"
     )
     passed = result.deterministic_passed
     if findings.deterministic_failures:
@@ -195,13 +196,13 @@ def _report_score(scorer: CitationScorer, result: CitationScore) -> None:
         attributes["gen_ai.evaluation.score.label"] = "not_assessed"
         attributes["error.type"] = str(error or "invalid_judge_output")
         attributes["gen_ai.evaluation.explanation"] = (
-            f"advisory; the judge gave no usable opinion on {graded} citation(s)"
+            f"advisory; the judge gave no usable opinion on {counted(graded, 'citation')}"
         )
     else:
         supported = band >= _SUPPORTED_BAND
         attributes["gen_ai.evaluation.score.label"] = "supported" if supported else "unsupported"
         attributes["gen_ai.evaluation.explanation"] = (
-            f"advisory; judge band {band} of 0..3 over {graded} citation(s)"
+            f"advisory; judge band {band} of 0..3 over {counted(graded, 'citation')}"
         )
     sink.emit(attributes)
 
@@ -224,7 +225,7 @@ def _report_verdict(
             "faithful" if verdict.faithful else "unfaithful"
         )
         attributes["gen_ai.evaluation.explanation"] = (
-            f"advisory verdict; {claims} unsupported claim(s)"
+            f"advisory verdict; {counted(claims, 'unsupported claim')}"
         )
     sink.emit(attributes)
 

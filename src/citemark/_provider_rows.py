@@ -38,6 +38,7 @@ from citemark._errors import ProviderResponseError
 from citemark._providers._model import SentDocument
 from citemark._providers._verify import PROVIDERS, parse_provider_response, verify_provider_answer
 from citemark._scorer.result import failed_after, unassessed, with_findings
+from citemark._scorer.sentences import cite_spans
 from citemark._validation import describe_validation_error
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class ProviderRow(NamedTuple):
     """The documents sent, in sent order."""
     verifications: tuple[ProviderVerification, ...]
     """Each provider citation, re-read from `documents`, in response order."""
+    answer: str
+    """The response's text: the answer the citations' response spans point into."""
 
 
 def read_provider_row(value: Mapping[str, Any]) -> tuple[dict[str, Any], ProviderRow]:
@@ -120,7 +123,7 @@ def read_provider_row(value: Mapping[str, Any]) -> tuple[dict[str, Any], Provide
     row = {**value, "answer": answer.text}
     if "sources" not in row and "context" not in row:
         row["sources"] = [{"doc_id": d.doc_id, "text": _document_text(d)} for d in documents]
-    return row, ProviderRow(provider, documents, verifications)
+    return row, ProviderRow(provider, documents, verifications, answer.text)
 
 
 def _documents(value: object) -> tuple[SentDocument, ...]:
@@ -202,12 +205,26 @@ def with_provider_findings(score: CitationScore, row: ProviderRow | None) -> Cit
             continue
         codes.append(outcome_code)
         failures.append(_failure(outcome_code, numbers, checked, len(row.documents)))
-    findings = score.findings.model_copy(update={"provider_citations": checked})
+    update: dict[str, object] = {"provider_citations": checked}
+    coverage = score.findings.sentence_coverage
+    if coverage is not None:
+        # A verified citation supports the stretch of the answer it names.
+        update["sentence_coverage"] = cite_spans(coverage, row.answer, _verified_spans(checked))
+    findings = score.findings.model_copy(update=update)
     if failures:
         return failed_after(score, findings, codes, failures)
     if checked and score.reason == "no_resolved_citations":
         return unassessed("provider_citations_not_graded", findings, _tally(checked))
     return with_findings(score, findings)
+
+
+def _verified_spans(checked: tuple[ProviderVerification, ...]) -> list[tuple[int, int]]:
+    spans = []
+    for v in checked:
+        span = v.citation.response_span
+        if v.ok and span is not None and span.start is not None and span.end is not None:
+            spans.append((span.start, span.end))
+    return spans
 
 
 def _failure(

@@ -92,6 +92,8 @@ _REJECTION: Final = {
     "no_sources": "there were no sources to cite",
     "marker_out_of_range": "the answer cited a marker outside the sources it was given",
     "unsent_document": "a provider citation named a document that was not sent",
+    "quote_not_in_source": "a structured answer quoted text its cited source does not hold",
+    "structured_answer_malformed": "a structured answer's citations could not be read",
     "truncated": "the answer was cut off at the model's token limit",
 }
 

@@ -31,6 +31,7 @@ from citemark._artifacts import (
 from citemark._errors import ChatError, JudgeError, SynthesisError
 from citemark._redaction import RedactingChat
 from citemark._sync import run_sync
+from citemark._words import counted
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -41,12 +42,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckSummary",
+    "CitationHeadline",
     "EvalReport",
     "FailureCause",
     "GroupCounts",
     "MalformedLine",
     "SynthesisReport",
     "VerdictCounts",
+    "counted",
+    "headline_text",
+    "judge_text",
     "run_synthesis",
     "run_synthesis_sync",
 ]
@@ -166,6 +171,12 @@ class GroupCounts(BaseModel):
     """Rows with each deterministic violation, by code."""
     reasons: dict[str, int] = Field(default_factory=dict)
     """Un-assessed rows per reason code."""
+    cite_correctly: int = 0
+    """Rows that cite correctly, abstentions included (`CitationHeadline`)."""
+    cite_nothing: int = 0
+    """Of those, the rows that cite nothing."""
+    unchecked: int = 0
+    """Rows whose citations could not all be checked."""
 
 
 class FailureCause(BaseModel):
@@ -182,6 +193,108 @@ class FailureCause(BaseModel):
     """How many rows share it."""
     groups: dict[str, int] = Field(default_factory=dict)
     """With ``--group-by``, how many of them are in each group."""
+
+
+class CitationHeadline(BaseModel):
+    """What the rows' citations amount to, decided in code: the headline of a check.
+
+    Every row is in exactly one of ``cite_correctly``, ``violations`` and
+    ``unchecked`` (see `citemark._assertions.citation_outcome`, the one rule); the
+    judge's verdicts are apart (`CheckSummary.judge_verdicts`).
+    """
+
+    model_config = _CONFIG
+
+    rows: int = 0
+    """Rows read (``CheckSummary.rows``)."""
+
+    cite_correctly: int = 0
+    """Rows in which every citation is valid (a resolved marker, a verified provider
+    citation, a structured citation in range) and no check made in code failed,
+    abstentions included."""
+
+    cite_nothing: int = 0
+    """Of those, the abstentions: rows that cite nothing, so cite nothing wrongly."""
+
+    violations: int = 0
+    """Rows a check made in code failed (``CheckSummary.violations`` has the codes)."""
+
+    unchecked: int = 0
+    """Rows whose citations could not all be checked: never classified (a reader's or
+    recorder's reason), an ambiguous marker, a provider citation neither verified nor
+    refuted."""
+
+    unchecked_reasons: dict[str, int] = Field(default_factory=dict)
+    """Unchecked rows per reason code, for those that have one."""
+
+    unreadable_lines: int = 0
+    """Input lines that could not be read as a row (``CheckSummary.malformed``)."""
+
+
+def _verb(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
+
+
+def headline_text(summary: CheckSummary) -> str:
+    """The headline as one sentence: how many rows cite correctly, violate, went unchecked.
+
+    Example:
+        ```python
+        from citemark._reports import CheckSummary, CitationHeadline, headline_text
+
+        counts = CitationHeadline(rows=16, cite_correctly=13, cite_nothing=2, violations=3)
+        summary = CheckSummary(
+            rows=16, passed=0, failed=3, unassessed=13, headline=counts,
+            violations={"fabricated_citation": 3},
+        )
+        for part in headline_text(summary).split("; "):
+            print(part)
+        #> 13 of 16 rows cite correctly (2 cite nothing)
+        #> 3 have a violation (3 fabricated_citation)
+        #> 0 could not be checked
+        #> 0 lines unreadable
+        ```
+    """
+    h = summary.headline
+    verb = _verb(h.cite_correctly, "cites", "cite")
+    correct = f"{h.cite_correctly} of {counted(h.rows, 'row')} {verb} correctly"
+    if h.cite_nothing:
+        correct += f" ({h.cite_nothing} {_verb(h.cite_nothing, 'cites', 'cite')} nothing)"
+    violated = f"{h.violations} {_verb(h.violations, 'has', 'have')} a violation"
+    if summary.violations:
+        violated += " (" + ", ".join(f"{n} {code}" for code, n in summary.violations.items()) + ")"
+    unchecked = f"{h.unchecked} could not be checked"
+    if h.unchecked_reasons:
+        unchecked += (
+            " (" + ", ".join(f"{n} {code}" for code, n in h.unchecked_reasons.items()) + ")"
+        )
+    unreadable = f"{counted(h.unreadable_lines, 'line')} unreadable"
+    return f"{correct}; {violated}; {unchecked}; {unreadable}"
+
+
+def judge_text(summary: CheckSummary) -> str:
+    """The judge's line, apart from the headline: ``not asked``, or its verdicts.
+
+    Example:
+        ```python
+        from citemark._reports import CheckSummary, judge_text
+
+        print(judge_text(CheckSummary(rows=1, passed=0, failed=0, unassessed=1)))
+        #> judge: not asked (deterministic findings only)
+        ```
+    """
+    verdicts = summary.judge_verdicts
+    if summary.judge is None or verdicts is None:
+        return "judge: not asked (deterministic findings only)"
+    judge = summary.judge
+    parts = [
+        f"{verdicts.faithful} faithful",
+        f"{verdicts.unfaithful} unfaithful",
+        f"{verdicts.unusable} without a usable verdict",
+    ]
+    if summary.judge_calls_saved:
+        parts.append(f"{summary.judge_calls_saved} not asked (already failed in code)")
+    return f"judge (advisory, never gates) {judge.provider} {judge.model}: " + ", ".join(parts)
 
 
 class CheckSummary(BaseModel):
@@ -293,6 +406,16 @@ class CheckSummary(BaseModel):
     """With ``group_by``, each group's counts, most rows first. A row whose field is
     missing or not a string is in ``(none)``; a value is cut to 64 characters; past
     100 groups, the rest are counted in ``(other)``."""
+
+    headline: CitationHeadline = Field(default_factory=CitationHeadline)
+    """The headline, decided in code: how many rows cite correctly (abstentions
+    included and counted apart), have a violation, or could not be checked, and how
+    many lines could not be read. It leads every summary of a check."""
+
+    judge_verdicts: VerdictCounts | None = None
+    """The judge's verdicts on the rows whose outcome it decided (those no check made
+    in code failed): ``faithful`` passed, ``unfaithful`` failed, ``unusable`` left
+    un-assessed. ``None`` when no judge was asked."""
 
 
 class EvalReport(BaseModel):

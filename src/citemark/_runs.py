@@ -40,11 +40,26 @@ from citemark._structured_rows import NOT_PARSED, parsed_object
 from citemark._validation import describe_validation_error
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from citemark._formats import Recorded
 
-__all__ = ["CheckRow", "RowOptions", "parse_recorded", "parse_row"]
+__all__ = ["CheckRow", "RowOptions", "describe_unreadable", "parse_recorded", "parse_row"]
 
 _KNOWN_SOURCE_FIELDS: Final = frozenset(Source.model_fields)
+# The readers of a file that is one JSON array of records.
+_ARRAY_READERS: Final = ("deepeval", "mlflow")
+_ARRAYS_READ: Final = (
+    "citemark reads one JSON object a line; --from deepeval and --from mlflow read "
+    "a JSON array of their records"
+)
+# Where LangChain chains put their answer, question and Documents (RetrievalQA:
+# result, query, source_documents; create_retrieval_chain: answer, input, context).
+_DOCUMENT_LISTS: Final = ("source_documents", "context", "documents")
+_ANSWER_KEYS: Final = ("answer", "result", "output")
+_QUESTION_KEYS: Final = ("question", "input", "query")
+# How many distinct reasons an input with no readable row names in its error.
+_REASONS_NAMED: Final = 8
 _NOT_A_FIELD: Final = "a field Source does not define (put extra fields in metadata)"
 
 
@@ -133,7 +148,7 @@ def parse_row(
     try:
         value = _loads(text)
     except _MalformedError as exc:
-        return MalformedLine(line=line, reason=str(exc))
+        return MalformedLine(line=line, reason=_with_shape_hint(str(exc), text))
     try:
         row = _row(line, value, options)
     except _MalformedError as exc:
@@ -170,11 +185,71 @@ def parse_recorded(
 
 
 def _with_hint(reason: str, value: object) -> str:
-    """A malformed line's reason, naming the ``--from`` format it seems to be written in."""
+    """A malformed line's reason, naming the ``--from`` format it seems to be written in.
+
+    Only the line's structure and keys are looked at, and only citemark's own words
+    are written: a key is named only when it is one of the fixed names below.
+    """
+    hint = _hint(value)
+    return reason if hint is None else f"{reason} ({hint})"
+
+
+def _hint(value: object) -> str | None:
     name = sniff(value)
-    if name is None:
-        return reason
-    return f"{reason} (the line looks like a {name} record: read it with --from {name})"
+    if name is not None:
+        article = "an" if name[0] in "aeiou" else "a"
+        return f"the line looks like {article} {name} record: read it with --from {name}"
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        name = sniff(value[0])
+        if name in _ARRAY_READERS:
+            return f"the line is a JSON array of {name} records: read the file with --from {name}"
+        return f"the line is a JSON array of objects, not one object: {_ARRAYS_READ}"
+    if isinstance(value, dict):
+        return _langchain_hint(value)
+    return None
+
+
+def _langchain_hint(value: dict[str, object]) -> str | None:
+    """For a LangChain Document, or a chain's output holding Documents, what reads it."""
+    if "page_content" in value:
+        return (
+            "the line looks like a LangChain Document, not a row: a row holds an answer "
+            "and the Documents it cites as its sources"
+        )
+    for key in _DOCUMENT_LISTS:
+        documents = value.get(key)
+        if not (isinstance(documents, list) and documents and _is_document(documents[0])):
+            continue
+        pointers = [f"--map sources=/{key}"]
+        pointers += [f"--map answer=/{k}" for k in _ANSWER_KEYS if k in value][:1]
+        pointers += [f"--map question=/{k}" for k in _QUESTION_KEYS if k in value][:1]
+        return (
+            f"the line looks like a LangChain chain's output, its Documents under {key}: "
+            f"read it with {' '.join(pointers)}"
+        )
+    return None
+
+
+def _is_document(value: object) -> bool:
+    return isinstance(value, dict) and "page_content" in value
+
+
+def _with_shape_hint(reason: str, text: str) -> str:
+    """A line that is not JSON, with a hint when its shape tells what the file is.
+
+    A line that is one bracket opens a value spread over several lines: a
+    pretty-printed object, or a JSON array.
+    """
+    shape = text.strip()
+    if shape == "[":
+        return f"{reason} (the line opens a JSON array spread over lines: {_ARRAYS_READ})"
+    if shape == "{":
+        return (
+            f"{reason} (the line opens a JSON object spread over lines, pretty-printed: "
+            "citemark reads one object a line (write it with jq -c); --from openinference "
+            "and --from mlflow read pretty-printed files)"
+        )
+    return reason
 
 
 def _unassessed_row(line: int, value: dict[str, object], code: str) -> CheckRow:
@@ -325,3 +400,47 @@ def _loads(text: str) -> object:
         reason = line_reason(exc)
     # Raised outside the handler; a StrictJSONError carries no part of the line anyway.
     raise _MalformedError(reason)
+
+
+def describe_unreadable(malformed: int, lines: Sequence[MalformedLine]) -> str:
+    """Why no line of an input is a row: the count, then every listed line's reason.
+
+    Lines with the same reason are named together (``lines 2-7, 9``), reasons in the
+    order they first came; the message holds only line numbers and the structural
+    reasons (with any hint of the ``--from`` that reads the file).
+
+    Example:
+        ```python
+        from citemark._reports import MalformedLine
+        from citemark._runs import describe_unreadable
+
+        bad = [MalformedLine(line=n, reason="not valid JSON") for n in (2, 3, 4, 7)]
+        print(describe_unreadable(5, [MalformedLine(line=1, reason="not UTF-8 text"), *bad]))
+        #> 5 malformed lines: line 1: not UTF-8 text; lines 2-4, 7: not valid JSON
+        ```
+    """
+    by_reason: dict[str, list[int]] = {}
+    for item in lines:
+        by_reason.setdefault(item.reason, []).append(item.line)
+    parts = []
+    for reason, numbers in list(by_reason.items())[:_REASONS_NAMED]:
+        noun = "line" if len(numbers) == 1 else "lines"
+        parts.append(f"{noun} {_ranges(numbers)}: {reason}")
+    if len(by_reason) > _REASONS_NAMED:
+        parts.append(f"and {len(by_reason) - _REASONS_NAMED} other reasons")
+    listed = sum(len(numbers) for numbers in by_reason.values())
+    if malformed > listed:
+        parts.append(f"and {malformed - listed} more lines")
+    noun = "malformed line" if malformed == 1 else "malformed lines"
+    return f"{malformed} {noun}: " + "; ".join(parts)
+
+
+def _ranges(numbers: Sequence[int]) -> str:
+    """Line numbers as ranges: ``1-3, 5``."""
+    spans: list[list[int]] = []
+    for number in numbers:
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

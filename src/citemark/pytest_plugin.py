@@ -27,12 +27,14 @@ import pytest
 
 from citemark._assertions import AssertionRecord, add_recorder, assert_cited, remove_recorder
 from citemark._check.terminal import printable
+from citemark._reports import headline_text, judge_text
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
 
     from pydantic import JsonValue
 
+    from citemark._check import CheckResult
     from citemark._models import CitedAnswer, Source
 
 __all__ = ["ASSERTIONS_NAME", "CitationChecker", "citemark_check"]
@@ -115,6 +117,7 @@ class _Reporter:
         self.path = out / ASSERTIONS_NAME
         self.rows = 0
         self.held = 0
+        self.abstentions_failed = 0
         self.current: str | None = None
         self.per_test: dict[str, int] = {}
         self.summary: str | None = None
@@ -159,23 +162,40 @@ class _Reporter:
             return
         self.rows += 1
         self.held += record.passed
+        # An abstention breaks no citation rule (the report counts it as citing
+        # correctly); it fails assert_cited only because the test asked for a citation.
+        self.abstentions_failed += not record.passed and record.outcome == "cites_nothing"
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.close()
         if self.error is None and self.rows:
             try:
-                report = _write_report(self.path, self.out, self.rows)
+                result = _write_report(self.path, self.out, self.rows)
             except OSError as exc:
                 self.error = _cannot_write(exc)
             else:
-                self.summary = (
-                    f"{self.rows} assert_cited recorded: {self.held} held, "
-                    f"{self.rows - self.held} failed; report in {report}"
-                )
+                self.summary = self._summary(result)
         elif self.error is None:
             self.summary = f"no assert_cited was made; nothing written but {self.path}"
         if self.error is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _summary(self, result: CheckResult) -> str:
+        """The assertions' outcome, then the report's own headline and judge line."""
+        failed = f"{self.rows - self.held} failed"
+        if self.abstentions_failed:
+            failed += (
+                f" ({self.abstentions_failed} of them "
+                f"{'an abstention' if self.abstentions_failed == 1 else 'abstentions'}, "
+                "which min_citations=0 accepts)"
+            )
+        summary = result.summary
+        return (
+            f"{self.rows} assert_cited recorded: {self.held} held, {failed}\n"
+            f"citations: {headline_text(summary)}\n"
+            f"{judge_text(summary)}\n"
+            f"report in {result.html_path}"
+        )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.error is not None:
@@ -183,7 +203,8 @@ class _Reporter:
             terminalreporter.write_line(f"ERROR: {self.error}", red=True)
         elif self.summary is not None:
             terminalreporter.write_sep("-", "citemark")
-            terminalreporter.write_line(printable(self.summary))
+            for line in self.summary.splitlines():
+                terminalreporter.write_line(printable(line))
 
     def close(self) -> None:
         remove_recorder(self.record)
@@ -200,16 +221,16 @@ def _cannot_write(error: OSError) -> str:
     )
 
 
-def _write_report(rows: Path, out: Path, count: int) -> Path:
+def _write_report(rows: Path, out: Path, count: int) -> CheckResult:
     """The one call into the check pipeline: ``rows`` in, ``report.json`` and ``report.html`` out.
 
     The same function as ``citemark check``, with the deterministic scorer (no judge:
-    a test run reports what code decided). As in ``citemark check`` without a judge,
-    a row whose citations all resolve is reported as not assessed (``no_judge``):
-    nothing graded whether the cited sources support the claims.
+    a test run reports what code decided). Its headline counts the rows exactly as
+    ``citemark check`` does (`citemark._assertions.citation_outcome`): an abstention
+    cites correctly, named apart; the judge's line says ``not asked``.
     """
     from citemark._check import run_check  # noqa: PLC0415 - only when a report is asked for
     from citemark._scorer.scorer import CitationScorer  # noqa: PLC0415
 
     config: dict[str, JsonValue] = {"source": "pytest", "assertions": count}
-    return run_check(rows, out, CitationScorer(), config=config).html_path
+    return run_check(rows, out, CitationScorer(), config=config)

@@ -5,7 +5,9 @@ records every prompt it receives, so a test can assert both what the model was
 asked and how many times. Use it to test your own chains offline, the way
 ``httpx.MockTransport`` or ``structlog.testing`` are used.
 
-`assert_cited` is citemark's deterministic check as a test assertion; with the
+`assert_cited` is citemark's deterministic check as a test assertion, and
+`citation_outcome` the one rule it, the pytest plugin's report and ``citemark
+check`` share for what a row's citations amount to (`CITATION_OUTCOMES`); with the
 pytest plugin citemark installs, ``--citemark-report DIR`` writes a ``citemark
 check`` report of every assertion in the run.
 """
@@ -15,17 +17,26 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, TypeAlias
 
-from citemark._assertions import CitationAssertionError, assert_cited
+from citemark._assertions import (
+    CITATION_OUTCOMES,
+    CitationAssertionError,
+    CitationOutcome,
+    assert_cited,
+    citation_outcome,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 __all__ = [
+    "CITATION_OUTCOMES",
     "CitationAssertionError",
+    "CitationOutcome",
     "Reply",
     "ScriptExhaustedError",
     "ScriptedChat",
     "assert_cited",
+    "citation_outcome",
 ]
 
 Reply: TypeAlias = "str | BaseException | type[BaseException] | Callable[[str], str]"

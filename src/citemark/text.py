@@ -4,10 +4,14 @@
 blank answer as an abstention and a blank rewrite as a failure by it, and the
 LangChain and LlamaIndex adapters ask it too, so an input is blank to all of them or
 to none. A question of zero-width spaces is blank; ``str.strip`` alone says it is not.
+
+`counted` is the one wording of a count in a message or a comment: ``1 source``,
+``2 sources``, never ``source(s)``.
 """
 
 from __future__ import annotations
 
 from citemark._render import is_blank
+from citemark._words import counted
 
-__all__ = ["is_blank"]
+__all__ = ["counted", "is_blank"]

@@ -1,5 +1,6 @@
 """LangChain integration for citemark: checkable integer citations."""
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from langchain_citemark.callbacks import CitationCallbackHandler, CitationReport
@@ -16,21 +17,21 @@ from langchain_citemark.langsmith_evaluators import (
     citations_valid_evaluator,
 )
 from langchain_citemark.output_parsers import CitationOutputParser
-from langchain_citemark.provider_citations import parse_provider_message
 from langchain_citemark.runnables import (
     CitedAnswerChain,
     CitedAnswerInput,
     create_cited_answer_chain,
 )
-from langchain_citemark.structured import (
-    STRUCTURED_CITATION_PROMPT,
-    StructuredCitationChecker,
-    create_structured_citation_chain,
-    format_documents_with_ids,
-)
 
 if TYPE_CHECKING:
     from langchain_citemark.middleware import AgentCitationReport, CitationMiddleware
+    from langchain_citemark.provider_citations import parse_provider_message
+    from langchain_citemark.structured import (
+        STRUCTURED_CITATION_PROMPT,
+        StructuredCitationChecker,
+        create_structured_citation_chain,
+        format_documents_with_ids,
+    )
 
 __all__ = [
     "CITED_ANSWER_PROMPT",
@@ -56,15 +57,30 @@ __all__ = [
     "parse_provider_message",
 ]
 
-# The agent middleware needs the `langchain` package (the `agents` extra); importing
-# it lazily keeps `import langchain_citemark` working with langchain-core alone.
-_LAZY = {"AgentCitationReport", "CitationMiddleware"}
+# Names whose modules load on first use. The agent middleware needs the `langchain`
+# package (the `agents` extra), so `import langchain_citemark` works with
+# langchain-core alone; provider citations (citemark.providers) and structured
+# answers build their models only when used.
+_LAZY = {
+    "AgentCitationReport": "langchain_citemark.middleware",
+    "CitationMiddleware": "langchain_citemark.middleware",
+    "parse_provider_message": "langchain_citemark.provider_citations",
+    "STRUCTURED_CITATION_PROMPT": "langchain_citemark.structured",
+    "StructuredCitationChecker": "langchain_citemark.structured",
+    "create_structured_citation_chain": "langchain_citemark.structured",
+    "format_documents_with_ids": "langchain_citemark.structured",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from langchain_citemark import middleware  # noqa: PLC0415 - optional dependency
+    home = _LAZY.get(name)
+    if home is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
-        return getattr(middleware, name)
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -35,8 +35,6 @@ from citemark import (
     recover_numbering,
     resolve,
 )
-from citemark.evaluation import explain
-from citemark.reports import RowRecorder
 from citemark.syntax import check_index_base
 from langchain_citemark.documents import documents_to_sources
 
@@ -46,7 +44,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from citemark import Source
-    from citemark.reports import TextWriter
+    from citemark.reports import RowRecorder, TextWriter
 
 __all__ = ["CitationCallbackHandler", "CitationReport"]
 
@@ -74,6 +72,8 @@ class CitationReport(BaseModel):
     @property
     def explanation(self) -> str | None:
         """The reason's sentence, or None when the run was assessed."""
+        from citemark.evaluation import explain  # noqa: PLC0415 - loads the scorer: on use
+
         return None if self.reason is None else explain(self.reason)
 
     citations: tuple[Citation, ...] = ()
@@ -163,6 +163,9 @@ class CitationCallbackHandler(BaseCallbackHandler):
             ValueError: ``index_base`` is not 0 or 1 (a bool is refused too).
             OSError: the ``record_to`` file cannot be opened for appending.
         """
+        # The recorder's module loads the check's writers: on first use, not on import.
+        from citemark.reports import RowRecorder  # noqa: PLC0415
+
         super().__init__()
         self.index_base = check_index_base(index_base)
         self.answer_key = answer_key

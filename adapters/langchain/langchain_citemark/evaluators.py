@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from citemark import CitationScorer
-from citemark.evaluation import explain
 from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
 from langchain_citemark.langsmith_evaluators import _answer, _documents, _mapping
@@ -21,7 +19,7 @@ from langchain_citemark.langsmith_evaluators import _answer, _documents, _mappin
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from citemark import ChatModel, CitationScore
+    from citemark import ChatModel, CitationScore, CitationScorer
 
 __all__ = ["make_citation_evaluator"]
 
@@ -69,6 +67,10 @@ def make_citation_evaluator(
         #> Failed: the response cites a marker outside the 1 source it was given: 2.
         ```
     """
+    # The scorer loads the model side (httpx): on first use, not on import.
+    from citemark import CitationScorer  # noqa: PLC0415
+    from citemark.evaluation import explain  # noqa: PLC0415
+
     scorer = CitationScorer(judge, index_base=index_base)
 
     def evaluate(run: Any, example: Any) -> dict[str, Any]:

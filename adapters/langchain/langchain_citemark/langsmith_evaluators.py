@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, Final
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from citemark import CitationScorer, CitedAnswer, Source
+from citemark import CitedAnswer, Source
 from citemark.syntax import check_index_base
-from citemark.text import is_blank
+from citemark.text import counted, is_blank
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-    from citemark import ChatModel, CitationScore
+    from citemark import ChatModel, CitationScore, CitationScorer
 
 __all__ = [
     "ADVISORY_KEY",
@@ -92,6 +92,9 @@ def citation_feedback(
         #> marker [5] is outside 1..2 (1 of 2 citations fabricated)
         ```
     """
+    # The scorer loads the model side (httpx): on first use, not on import.
+    from citemark import CitationScorer  # noqa: PLC0415
+
     scorer = CitationScorer(judge, index_base=index_base)
     numbered = _sources(sources)
 
@@ -117,6 +120,8 @@ async def acitation_feedback(
     index_base: int = 1,
 ) -> list[dict[str, Any]]:
     """`citation_feedback`, awaited on the caller's event loop."""
+    from citemark import CitationScorer  # noqa: PLC0415 - loads httpx: on first use
+
     scorer = CitationScorer(judge, index_base=index_base)
     numbered = _sources(sources)
     graded = await scorer.score(answer, numbered, question)
@@ -211,7 +216,10 @@ def _feedback(
         failures = ", ".join(findings.deterministic_failures)
         comment = f"failed on {failures}"
     elif passed:
-        comment = f"{resolved} citation(s) resolved to the {count} given source(s)"
+        comment = (
+            f"{counted(resolved, 'citation')} resolved to the {count} given "
+            f"{'source' if count == 1 else 'sources'}"
+        )
     else:
         comment = f"not assessed: {graded.reason}"
     results: list[dict[str, Any]] = [{"key": KEY, "score": passed, "comment": comment}]
@@ -237,7 +245,7 @@ def _feedback(
         value, why = "not_assessed", f"the judge gave no usable opinion ({reason})"
     else:
         value = "supported" if band >= _SUPPORTED_BAND else "unsupported"
-        why = f"band {band} of 0..3 over {resolved} citation(s)"
+        why = f"band {band} of 0..3 over {counted(resolved, 'citation')}"
     results.append(
         {
             "key": ADVISORY_KEY,

@@ -65,6 +65,7 @@ from citemark import (
     resolve_structured,
 )
 from citemark.syntax import check_index_base, source_header
+from citemark.text import counted
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -571,16 +572,16 @@ def _structured_report(checked: StructuredCitedAnswer, count: int) -> AgentCitat
 def _facts(report: AgentCitationReport, base: int) -> str:
     if report.outcome == "quote_not_in_source":
         return (
-            f"{len(report.wrong_quotes)} quote(s) not in the cited source; "
+            f"{counted(len(report.wrong_quotes), 'quote')} not in the cited source; "
             f"first citation {report.wrong_quotes[0]}"
         )
     if report.outcome == "out_of_range":
         last = report.source_count - 1 + base
         return (
-            f"{len(report.out_of_range)} marker(s) outside {base}..{last}; "
+            f"{counted(len(report.out_of_range), 'marker')} outside {base}..{last}; "
             f"first [{report.out_of_range[0]}]"
         )
-    return f"{len(report.citations)} source(s) cited of {report.source_count}"
+    return f"{counted(len(report.citations), 'source')} cited of {report.source_count}"
 
 
 def _numbered(sources: Sequence[Source], first: int) -> str:

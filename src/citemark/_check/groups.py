@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from citemark._assertions import citation_outcome
 from citemark._reports import FailureCause, GroupCounts
 
 if TYPE_CHECKING:
@@ -121,9 +122,13 @@ class GroupTally:
             and not findings.fabricated_citations
             and not findings.ambiguous_citations
         )
+        cited = citation_outcome(findings)
         for key, hit in (
             ("rows", True),
             (outcome, True),
+            ("cite_correctly", cited in {"cited", "cites_nothing"}),
+            ("cite_nothing", cited == "cites_nothing"),
+            ("unchecked", cited == "unchecked"),
             ("deterministic_failures", score.is_violation),
             ("citations_all_resolve", resolves),
             ("rows_with_unrecognized", bool(findings.unrecognized)),

@@ -22,6 +22,7 @@ import importlib.resources
 from typing import TYPE_CHECKING, Final, NamedTuple
 from urllib.parse import quote
 
+from citemark._check.names import HTML_NAME
 from citemark._markers import parse_markers
 from citemark._scorer.findings import UnresolvedMarker
 
@@ -40,7 +41,6 @@ _STYLE: Final = (_ASSETS / "report.css").read_text(encoding="utf-8")
 
 __all__ = ["HTML_NAME", "MAX_PROVIDER_CITATIONS", "MAX_UNCITED_SOURCES", "OUTCOMES"]
 
-HTML_NAME: Final = "report.html"
 
 OUTCOMES: Final = ("failed", "unassessed", "passed")
 """The outcomes a row can have, in the order the page lists them."""
@@ -272,7 +272,7 @@ def _e(text: str) -> str:
 def _counts_html(counts: Iterable[tuple[str, str, int]]) -> str:
     """The count cards of a page's header: ``(css class, label, value)`` each."""
     return "".join(
-        f'<div class="count {key}"><dt>{label}</dt><dd>{value}</dd></div>'
+        f'<div class="count {key}"><dt>{label}</dt><dd data-card="{key}">{value}</dd></div>'
         for key, label, value in counts
     )
 

@@ -1,11 +1,16 @@
 """``report.junit.xml``: a check as JUnit XML, so CI systems show failed rows as failed tests.
 
 Each input line is one ``<testcase>`` named by the row's id (or its line number),
-in input order: a row failed on a deterministic finding is a ``<failure>`` (type
-``deterministic_violation``, or ``judge_opinion`` for a row only the advisory judge
-failed, which CI can then tell apart); an un-assessed row is ``<skipped>`` with its
-reason code; a malformed line is an ``<error>``. Messages carry the reason codes and
-the scorer's explanation, escaped; the explanation is built from structural facts
+in input order, and its outcome is the deterministic one, the headline's
+(`citemark._assertions.citation_outcome`): a row with a violation is a ``<failure>``
+(type ``deterministic_violation``); a row that cites correctly passes, an abstention
+included; a row whose citations could not be checked is ``<skipped>`` with its reason
+code; a malformed line is an ``<error>``. The judge's verdict is advice and never
+fails a test case: it is the case's ``judge`` property (``faithful``, ``unfaithful``,
+``unusable``, ``not_asked``, or ``recorded`` on a row failed in code, whose outcome
+the verdict did not decide), beside its ``citations`` property (the outcome above).
+The suite's properties carry the headline's counts. Messages carry the reason codes
+and the scorer's explanation, escaped; the explanation is built from structural facts
 and the judge's own words, as in ``rows.jsonl``. Row ids and judge text are untrusted
 and only ever appear escaped as XML text or attribute values.
 
@@ -22,9 +27,11 @@ from typing import TYPE_CHECKING, Final
 from xml.sax.saxutils import escape, quoteattr
 
 from citemark._artifacts import AtomicFile
+from citemark._assertions import citation_outcome
 
 if TYPE_CHECKING:
     from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
+    from citemark._scorer.result import CitationScore
 
 __all__ = ["JUNIT_NAME", "JUnitSink"]
 
@@ -55,20 +62,26 @@ class JUnitSink:
             self._counts["errors"] += 1
             reason = _clean(getattr(item, "reason", ""))
             inner = f'<error type="malformed_line" message={quoteattr(reason)}/>'
-        elif score.outcome == "failed":
+            self._body.write(f"{opening}{inner}</testcase>\n".encode())
+            return
+        outcome = citation_outcome(score.findings)
+        properties = (
+            f'<properties><property name="citations" value="{outcome}"/>'
+            f'<property name="judge" value="{_judge_verdict(score)}"/></properties>'
+        )
+        if outcome == "violation":
             self._counts["failures"] += 1
-            kind = "deterministic_violation" if score.is_violation else "judge_opinion"
-            codes = ",".join(score.findings.deterministic_failures) or kind
+            codes = ",".join(score.findings.deterministic_failures)
             inner = (
-                f"<failure type={quoteattr(kind)} message={quoteattr(codes)}>"
+                f'<failure type="deterministic_violation" message={quoteattr(codes)}>'
                 f"{escape(_clean(score.explanation))}</failure>"
             )
-        elif score.outcome == "unassessed":
+        elif outcome == "unchecked":
             self._counts["skipped"] += 1
-            inner = f"<skipped message={quoteattr(score.reason or '')}/>"
+            inner = f"<skipped message={quoteattr(score.reason or 'unchecked')}/>"
         else:
             inner = ""
-        self._body.write(f"{opening}{inner}</testcase>\n".encode())
+        self._body.write(f"{opening}{properties}{inner}</testcase>\n".encode())
 
     def finish(self, facts: RunFacts) -> str:
         """Assemble the document with its counts; publish it atomically."""
@@ -81,7 +94,11 @@ class JUnitSink:
             f'<property name="input_sha256" value="{facts.input_sha256}"/>'
             f'<property name="run_id" value={quoteattr(facts.run_id)}/>'
             f'<property name="citemark_version" value={quoteattr(facts.version)}/>'
-            "</properties>\n"
+            + "".join(
+                f'<property name="{name}" value="{value}"/>'
+                for name, value in _headline_properties(facts)
+            )
+            + "</properties>\n"
         )
         self._body.seek(0)
         with AtomicFile(self._path) as out:
@@ -94,6 +111,30 @@ class JUnitSink:
     def close(self) -> None:
         """Drop the streamed test cases."""
         self._body.close()
+
+
+def _judge_verdict(score: CitationScore) -> str:
+    """The judge's verdict on a row, as the case's ``judge`` property."""
+    findings = score.findings
+    if not findings.judge_called:
+        return "not_asked"
+    if findings.violated or not score.assessed:
+        # On a row failed in code the judge's band did not decide the outcome.
+        return "unusable" if findings.raw_score is None else "recorded"
+    return "faithful" if score.passed else "unfaithful"
+
+
+def _headline_properties(facts: RunFacts) -> list[tuple[str, int | str]]:
+    """The suite's headline: rows by citation outcome, unreadable lines, the judge."""
+    headline = facts.summary.headline
+    return [
+        ("cite_correctly", headline.cite_correctly),
+        ("cite_nothing", headline.cite_nothing),
+        ("violations", headline.violations),
+        ("unchecked", headline.unchecked),
+        ("unreadable_lines", headline.unreadable_lines),
+        ("judge", "not_asked" if facts.summary.judge is None else "advisory"),
+    ]
 
 
 def _clean(text: str) -> str:

@@ -64,8 +64,10 @@ from citemark._check.html import (
     provider_summary_html,
 )
 from citemark._reasons import REASONS
+from citemark._reports import counted, headline_text, judge_text
 from citemark._runs import CheckRow
 from citemark._scorer.labels import classify_labelled
+from citemark._scorer.sentences import coverage_words
 
 if TYPE_CHECKING:
     import re
@@ -136,7 +138,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         ]
         excluded = list(found.excluded)
         numbers = {label: k for k, label in enumerate(found.blocks, start=1)}
-        kind = "context blocks"
+        kind = "context block"
     else:
         # A 0-based row (``--index-base 0`` or its own ``index_base``) shows its
         # sources numbered from 0, as the answer cites them.
@@ -157,7 +159,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
             (str(k), "empty") for k, s in enumerate(sources, start=base) if not s.text.strip()
         ]
         numbers = {str(k): k for k, s in enumerate(sources, start=base) if s.text.strip()}
-        kind = "sources"
+        kind = "source"
     given = len(numbers) + len(excluded)
     numbered = not isinstance(sources, str)
     pieces: list[JsonValue] = []
@@ -188,6 +190,8 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         cursor = piece.end
     if limit > cursor:
         pieces.extend(_plain(answer, cursor, limit, spans))
+    # A source a verified provider citation names is cited, as a resolved marker's is.
+    cited.update(_provider_cited(findings, sources, numbers))
     notes = _notes(findings, len(answer), limit) + _provider_notes(findings, answer)
     shown: list[JsonValue] = []
     others = hidden = 0
@@ -221,10 +225,25 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         issues[:_MAX_ISSUES],
         shown,
         [ref for cls, text in notes for ref in (table.ref(cls), table.ref(text))],
-        table.ref(f"{len(entries)} {kind}, {len(cited)} cited"),
+        table.ref(f"{counted(len(entries), kind)}, {len(cited)} cited"),
         [table.ref(text) for text in more],
         None if group is None else table.ref(group),
     ]
+
+
+def _provider_cited(
+    findings: ScoreFindings, sources: Sequence[Source] | str, numbers: Mapping[str, int]
+) -> set[int]:
+    """The numbers of the sources that a verified provider citation names, by doc_id."""
+    verified = {v.citation.doc_id for v in findings.provider_citations if v.ok}
+    if not verified or isinstance(sources, str):
+        return set()
+    base = 1 if findings.index_base is None else findings.index_base
+    return {
+        numbers[str(k)]
+        for k, source in enumerate(sources, start=base)
+        if source.doc_id in verified and str(k) in numbers
+    }
 
 
 def _provider_spans(findings: ScoreFindings, limit: int) -> list[tuple[int, int, int, bool]]:
@@ -278,10 +297,7 @@ def _notes(findings: ScoreFindings, length: int, limit: int) -> list[tuple[str, 
         notes.append(
             (
                 "coverage",
-                (
-                    f"{coverage.cited_sentences} of {coverage.sentences} sentences carry a "
-                    "resolved citation"
-                ),
+                coverage_words(coverage.cited_sentences, coverage.sentences),
             )
         )
     refs = findings.reference_list
@@ -290,7 +306,8 @@ def _notes(findings: ScoreFindings, length: int, limit: int) -> list[tuple[str, 
             (
                 "reference-list",
                 (
-                    f"reference list of {refs.entries} entries: range-checked, not graded, "
+                    f"reference list of {refs.entries} "
+                    f"{'entry' if refs.entries == 1 else 'entries'}: range-checked, not graded, "
                     "not counted in coverage"
                 ),
             )
@@ -305,12 +322,10 @@ def _notes(findings: ScoreFindings, length: int, limit: int) -> list[tuple[str, 
         )
     if findings.unrecognized:
         kinds = ", ".join(sorted({t.kind for t in findings.unrecognized}))
-        notes.append(
-            (
-                "unrecognized",
-                f"{len(findings.unrecognized)} citation-like tokens that are not markers: {kinds}",
-            )
-        )
+        many = len(findings.unrecognized)
+        tokens = counted(many, "citation-like token")
+        verb = "is not a marker" if many == 1 else "are not markers"
+        notes.append(("unrecognized", f"{tokens} that {verb}: {kinds}"))
     return notes
 
 
@@ -377,22 +392,12 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
         if summary.judge is not None
         else "none: deterministic findings only"
     )
-    cited = summary.citations_all_resolve - summary.citations_all_resolve_none_cited
-    counts = _counts_html(
-        (
-            ("rows", "rows", summary.rows),
-            ("resolve", "every citation resolves", summary.citations_all_resolve),
-            ("violations", "deterministic failures", summary.deterministic_failures),
-            ("unrecognized", "unrecognized citation-like text", summary.rows_with_unrecognized),
-            ("failed", "failed", summary.failed),
-            ("unassessed", "un-assessed", summary.unassessed),
-            ("passed", "passed", summary.passed),
-            ("malformed", "malformed lines", summary.malformed),
-        )
-    )
+    cards = _cards(summary)
+    counts = _counts_html((key, label, cards[""][key]) for key, label in _CARDS)
     filters = "".join(
         f'<label class="filter {o}"><input type="checkbox" name="outcome" value="{o}" checked> '
-        f"{_FILTER_NAMES[o]} <span>({shown.get(o, 0)} shown of {totals[o]})</span></label>"
+        f'{_FILTER_NAMES[o]} <span data-shown="{o}">({shown.get(o, 0)} shown of {totals[o]})'
+        "</span></label>"
         for o in OUTCOMES
     )
     if summary.group_by is not None:
@@ -439,7 +444,15 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
         "default-src 'none'; base-uri 'none'; form-action 'none'; img-src 'none'; "
         f"style-src '{_csp_hash(_STYLE)}'; script-src '{_csp_hash(_SCRIPT)}'"
     )
-    data = _data_block({"page": PAGE_ROWS, "texts": list(texts), "rows": list(rows)})
+    data = _data_block(
+        {
+            "page": PAGE_ROWS,
+            "texts": list(texts),
+            "rows": list(rows),
+            "cards": cards,
+            "totals": _totals(summary),
+        }
+    )
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -455,11 +468,9 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
                 f"<code>{input_sha256}</code><br>judge: {judge} &middot; citemark "
                 f"{_e(version)} &middot; {created_at.isoformat(timespec='seconds')}</p>"
             ),
-            (
-                f'<p class="facts">Every citation resolves in {summary.citations_all_resolve} '
-                f"of {summary.rows} rows ({cited} citing, "
-                f"{summary.citations_all_resolve_none_cited} citing nothing).</p>"
-            ),
+            f'<p class="facts headline">{_e(headline_text(summary))}.</p>',
+            f'<p class="facts judge">{_e(judge_text(summary))}.</p>',
+            '<p class="scope" id="scope">Counts of every row.</p>',
             f'<dl class="counts">{counts}</dl>',
             f'<ul class="reasons">{reasons}</ul>' if reasons else "",
             _causes_html(summary),
@@ -467,8 +478,8 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
             provider_summary_html(summary),
             _judge_calls(summary),
             (
-                '<p class="judge-note">A verdict is advice: only deterministic findings can '
-                "fail the run, and only with --fail-on-violation.</p>"
+                '<p class="judge-note">A verdict is advice: only findings made in code can '
+                "fail a row.</p>"
             ),
             f'<form id="filters">{filters}</form>',
             notice,
@@ -490,6 +501,70 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
     )
 
 
+# The count cards, in order: (data key, label). Each follows ``#group=`` (see page.js).
+_CARDS: Final = (
+    ("rows", "rows"),
+    ("correct", "cite correctly"),
+    ("nothing", "of which cite nothing"),
+    ("violations", "violations"),
+    ("unchecked", "could not be checked"),
+    ("unrecognized", "unrecognized citation-like text"),
+    ("malformed", "unreadable lines"),
+    ("failed", "failed"),
+    ("unassessed", "un-assessed"),
+    ("passed", "passed"),
+)
+
+
+def _cards(summary: CheckSummary) -> dict[str, dict[str, int]]:
+    """Each count card's value: for every row (key ``""``) and for each group.
+
+    A group's cards leave out the unreadable lines, which belong to no group.
+    """
+    headline = summary.headline
+    cards = {
+        "": {
+            "rows": summary.rows,
+            "correct": headline.cite_correctly,
+            "nothing": headline.cite_nothing,
+            "violations": headline.violations,
+            "unchecked": headline.unchecked,
+            "unrecognized": summary.rows_with_unrecognized,
+            "malformed": summary.malformed,
+            "failed": summary.failed,
+            "unassessed": summary.unassessed,
+            "passed": summary.passed,
+        }
+    }
+    for name, group in summary.groups.items():
+        cards[name] = {
+            "rows": group.rows,
+            "correct": group.cite_correctly,
+            "nothing": group.cite_nothing,
+            "violations": group.deterministic_failures,
+            "unchecked": group.unchecked,
+            "unrecognized": group.rows_with_unrecognized,
+            "failed": group.failed,
+            "unassessed": group.unassessed,
+            "passed": group.passed,
+        }
+    return cards
+
+
+def _totals(summary: CheckSummary) -> dict[str, dict[str, int]]:
+    """Rows per outcome, for every row (key ``""``) and for each group: the filters' totals."""
+    totals = {
+        "": {"failed": summary.failed, "unassessed": summary.unassessed, "passed": summary.passed}
+    }
+    for name, group in summary.groups.items():
+        totals[name] = {
+            "failed": group.failed,
+            "unassessed": group.unassessed,
+            "passed": group.passed,
+        }
+    return totals
+
+
 class HtmlSink:
     """``report.html``: at most ``html_rows`` rows, the most telling first, as page data.
 
@@ -503,7 +578,12 @@ class HtmlSink:
 
     name = HTML_NAME
 
-    def __init__(self, options: SinkOptions) -> None:
+    def __init__(self, options: SinkOptions, groups: GroupNames | None = None) -> None:
+        """Build the sink; ``groups`` names rows by group when the run knows them already.
+
+        The Ray engine feeds the page only the rows it shows, once every
+        shard's groups are counted: it passes the summary's names (`GroupNames`).
+        """
         self.limit = max(options.html_rows, 0)
         self.tiers: tuple[list[tuple[str, str | None, list[JsonValue]]], ...] = ([], [], [])
         self.count = 0
@@ -513,7 +593,7 @@ class HtmlSink:
         self._citation_pattern = options.citation_pattern
         # Rows are named by group as the summary names them: the same bounded names,
         # assigned in the same input order.
-        self._groups = None if options.group_by is None else GroupNames()
+        self._groups = None if options.group_by is None else groups or GroupNames()
 
     def add(self, row: CheckedRow) -> None:
         """Record the row if the page has room for its tier."""

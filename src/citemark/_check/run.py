@@ -42,8 +42,9 @@ from citemark._artifacts import (
     utc_now,
     write_report_atomically,
 )
-from citemark._check.groups import CauseTally, GroupTally
-from citemark._check.html import HTML_NAME
+from citemark._assertions import citation_outcome
+from citemark._check.groups import MAX_GROUPS, OTHER_GROUP, CauseTally, GroupTally
+from citemark._check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME
 from citemark._check.judge_calls import JUDGE_CALLS_NAME, JudgeCallsSink, recording
 from citemark._check.junit import JUNIT_NAME
 from citemark._check.page import HtmlSink
@@ -60,8 +61,14 @@ from citemark._check.sinks import (
 from citemark._errors import NoRowsError
 from citemark._formats import ReadOptions
 from citemark._provider_rows import count_provider_citations, with_provider_findings
-from citemark._reports import CheckSummary, EvalReport, MalformedLine
-from citemark._runs import CheckRow, RowOptions, parse_recorded, parse_row
+from citemark._reports import (
+    CheckSummary,
+    CitationHeadline,
+    EvalReport,
+    MalformedLine,
+    VerdictCounts,
+)
+from citemark._runs import CheckRow, RowOptions, describe_unreadable, parse_recorded, parse_row
 from citemark._scorer.findings import NO_FINDINGS
 from citemark._scorer.result import unassessed, with_findings
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
@@ -90,9 +97,6 @@ __all__ = [
     "run_check",
 ]
 
-REPORT_NAME: Final = "report.json"
-DEFAULT_HTML_ROWS: Final = 500
-"""How many rows ``report.html`` shows at most."""
 MAX_MALFORMED_LISTED: Final = 100
 """How many malformed lines the summary lists by number; all are counted."""
 
@@ -102,8 +106,6 @@ _MIN_CHUNK: Final = 512
 # Block size of the line-counting pass that gives the progress bar its total.
 _COUNT_BLOCK: Final = 1 << 20
 _CHUNK_PER_WORKER: Final = 16
-# How many malformed lines' reasons an input with no readable row names in its error.
-_REASONS_NAMED: Final = 3
 
 
 class CheckResult(NamedTuple):
@@ -430,6 +432,11 @@ class _Tally:
         self.violations: dict[str, int] = {}
         self.provider_rows = 0
         self.provider_citations: dict[str, int] = {}
+        # The headline: rows by `citation_outcome`, unchecked rows by
+        # reason, and the judge's verdicts on the rows whose outcome it decided.
+        self.citation_outcomes: dict[str, int] = {}
+        self.unchecked_reasons: dict[str, int] = {}
+        self.judge_verdicts: dict[str, int] = {}
 
     def add_scores(self, scores: list[CitationScore]) -> None:
         # coverage_report is the scorer's own count; summing its chunk reports keeps
@@ -475,6 +482,17 @@ class _Tally:
                 self.zero_based += 1
             self.provider_rows += count_provider_citations(findings, self.provider_citations)
             self._add_judge(score)
+            self._add_headline(score)
+
+    def _add_headline(self, score: CitationScore) -> None:
+        """Count the row's `citation_outcome` and, when the judge decided it, its verdict."""
+        outcome = citation_outcome(score.findings)
+        _count(self.citation_outcomes, outcome)
+        if outcome == "unchecked" and score.reason is not None:
+            _count(self.unchecked_reasons, score.reason)
+        if score.findings.judge_called and outcome != "violation":
+            verdict = {"passed": "faithful", "failed": "unfaithful"}.get(score.outcome, "unusable")
+            _count(self.judge_verdicts, verdict)
 
     def _add_judge(self, score: CitationScore) -> None:
         findings = score.findings
@@ -501,18 +519,39 @@ class _Tally:
         if len(self.malformed_lines) < MAX_MALFORMED_LISTED:
             self.malformed_lines.append(item)
 
+    # --- merging shard tallies (the Ray engine, citemark._scale) ---
+    def merge(self, later: _Tally) -> None:
+        """Add the counts of ``later``, a tally of the rows that follow this one's in the input.
+
+        What the Ray engine's driver does with each shard's tally, in input order, so that
+        the merged tally equals the one a single pass would have kept. It works over the
+        fields generically (`_merged`): integers add, counters (dicts of integers, nested
+        or not, in first-seen order) add key by key, the listed malformed lines extend up
+        to `MAX_MALFORMED_LISTED`, and the group and cause tallies merge field by field,
+        after ``later``'s groups past the first `MAX_GROUPS` names are folded into
+        ``(other)`` (`_fold_groups`). A new count field of these kinds needs nothing here.
+
+        Raises:
+            ValueError: the two tallies group by different fields.
+        """
+        if later.group_by != self.group_by:
+            msg = "tallies of one run group by one field"
+            raise ValueError(msg)
+        _fold_groups(self, later)
+        for name, value in vars(later).items():
+            setattr(self, name, _merged(getattr(self, name), value))
+
+    # --- end of merging shard tallies ---
     def require_rows(self) -> None:
         """Raise NoRowsError if no row was read, naming the first malformed lines' reasons."""
         if self.rows == 0:
+            # Every listed line's reason, grouped: when no line is readable
+            # the file is likely another tool's, and the reasons say which --from.
             msg = (
                 "the input holds no readable row"
                 if self.malformed == 0
-                else f"no line of the input is a readable row ({self.malformed} malformed"
-                + "".join(
-                    f"; line {item.line}: {item.reason}"
-                    for item in self.malformed_lines[:_REASONS_NAMED]
-                )
-                + ")"
+                else "no line of the input is a readable row: "
+                + describe_unreadable(self.malformed, self.malformed_lines)
             )
             raise NoRowsError(msg)
 
@@ -556,6 +595,22 @@ class _Tally:
             failure_causes=self.causes.summary(),
             group_by=self.group_by,
             groups=self.groups.summary() if self.group_by is not None else {},
+            headline=self._headline(),
+            judge_verdicts=(
+                None if judge is None else VerdictCounts.model_validate(self.judge_verdicts)
+            ),
+        )
+
+    def _headline(self) -> CitationHeadline:
+        outcomes = self.citation_outcomes
+        return CitationHeadline(
+            rows=self.rows,
+            cite_correctly=outcomes.get("cited", 0) + outcomes.get("cites_nothing", 0),
+            cite_nothing=outcomes.get("cites_nothing", 0),
+            violations=outcomes.get("violation", 0),
+            unchecked=outcomes.get("unchecked", 0),
+            unchecked_reasons=_by_count(self.unchecked_reasons),
+            unreadable_lines=self.malformed,
         )
 
 
@@ -565,3 +620,70 @@ def _count(counts: dict[str, int], key: str) -> None:
 
 def _by_count(counts: dict[str, int]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+# --- merging shard tallies (the Ray engine, citemark._scale) ---
+def _merged(mine: object, theirs: object) -> object:
+    """``theirs`` added into ``mine``: numbers add, counters and nested tallies key by key.
+
+    A dict adds its values key by key (a key first seen in ``theirs`` keeps its place
+    after ``mine``'s keys, as a single pass would have seen it); a list is a bounded
+    first-N list (the malformed lines) and keeps its first `MAX_MALFORMED_LISTED`
+    items; a set is a union; a string or None is a setting both share; any other
+    object (`GroupTally`, `CauseTally` and what they hold) merges field by field.
+    """
+    if isinstance(mine, bool) or mine is None or isinstance(mine, str):
+        return mine
+    if isinstance(mine, int) and isinstance(theirs, int):
+        return mine + theirs
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for key, value in theirs.items():
+            mine[key] = _merged(mine[key], value) if key in mine else value
+        return mine
+    if isinstance(mine, list) and isinstance(theirs, list):
+        return (mine + theirs)[:MAX_MALFORMED_LISTED]
+    if isinstance(mine, set) and isinstance(theirs, set):
+        return mine | theirs
+    for name, value in vars(theirs).items():
+        setattr(mine, name, _merged(getattr(mine, name), value))
+    return mine
+
+
+def _fold_groups(earlier: _Tally, later: _Tally) -> None:
+    """Rename ``later``'s groups that a single pass would have counted in ``(other)``.
+
+    The first `MAX_GROUPS` distinct names in input order are counted by name: those
+    of ``earlier``, then ``later``'s new ones in the order it first saw them, until
+    there are `MAX_GROUPS`. Every dict of the group tally is keyed by group, and every
+    dict of dicts of the cause tally by cause, then group: their keys are renamed.
+    """
+    seen = set(vars(vars(earlier.groups)["_names"])["_seen"])
+    renames: dict[str, str] = {}
+    for name in vars(later.groups)["_counts"]:
+        if name in seen or name == OTHER_GROUP:
+            continue
+        if len(seen) < MAX_GROUPS:
+            seen.add(name)
+        else:
+            renames[name] = OTHER_GROUP
+    if not renames:
+        return
+    for name, value in vars(later.groups).items():
+        if isinstance(value, dict):
+            setattr(later.groups, name, _renamed(value, renames))
+    vars(vars(later.groups)["_names"])["_seen"].difference_update(renames)
+    for name, value in vars(later.causes).items():
+        if isinstance(value, dict) and all(isinstance(inner, dict) for inner in value.values()):
+            setattr(later.causes, name, {k: _renamed(v, renames) for k, v in value.items()})
+
+
+def _renamed(counts: dict[str, object], renames: dict[str, str]) -> dict[str, object]:
+    """``counts`` with keys renamed, the values of keys that meet merged (`_merged`)."""
+    out: dict[str, object] = {}
+    for key, value in counts.items():
+        new = renames.get(key, key)
+        out[new] = _merged(out[new], value) if new in out else value
+    return out
+
+
+# --- end of merging shard tallies ---

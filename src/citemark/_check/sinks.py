@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 from pydantic_core import PydanticSerializationError
 
 from citemark._artifacts import AtomicFile
+from citemark._assertions import citation_outcome
+from citemark._check.names import OUTPUT_FORMATS, ROWS_NAME
+from citemark._diff.digests import row_digests
 from citemark._reports import MalformedLine
 from citemark._scorer.findings import ScoreFindings
 
@@ -50,7 +53,6 @@ __all__ = [
     "with_run_id",
 ]
 
-ROWS_NAME: Final = "rows.jsonl"
 _S = TypeVar("_S", bound="CheckSink")
 _FINDINGS_JSON: Final = ScoreFindings.__pydantic_serializer__
 
@@ -142,6 +144,10 @@ def row_record(row: CheckedRow, *, details: bool = True) -> dict[str, Any]:
         "reason": score.reason,
         "explanation": score.explanation,
         "unrecognized": [token.model_dump(mode="json") for token in score.findings.unrecognized],
+        # Added in 0.2, after the fields before them: what the headline counts the row
+        # as, and the digests `citemark diff` compares.
+        "citation_outcome": citation_outcome(score.findings),
+        "digests": row_digests(item.question, item.answer, item.sources),
     }
     if details:
         record["details"] = score.details
@@ -210,5 +216,7 @@ def _junit(options: SinkOptions) -> CheckSink:
     return JUnitSink(options)
 
 
-FORMATS: Final[dict[str, Callable[[SinkOptions], CheckSink]]] = {"junit": _junit}
+FORMATS: Final[dict[str, Callable[[SinkOptions], CheckSink]]] = dict(
+    zip(OUTPUT_FORMATS, (_junit,), strict=True)
+)
 """The optional output formats, by the name ``--format`` takes."""

@@ -73,7 +73,7 @@ from citemark._scorer.result import (
     result,
     unassessed,
 )
-from citemark._scorer.sentences import sentence_coverage
+from citemark._scorer.sentences import coverage_words, sentence_coverage
 from citemark._sync import run_sync
 from citemark._syntax import DEFAULT_INDEX_BASE, check_index_base
 
@@ -506,7 +506,9 @@ class CitationScorer:
             )
         # With nothing to cite the row is un-assessed (empty_context), never failed.
         if found.numbered:
-            unrecognized = find_unrecognized(response)
+            unrecognized = find_unrecognized(
+                response, count=found.source_count, index_base=found.base
+            )
         else:
             spans = [(o.start, o.end) for o in found.occurrences]
             unrecognized = find_unrecognized(response, spans)
@@ -592,7 +594,8 @@ class CitationScorer:
                 if zero_based:
                     failures.append(
                         "every marker would be in range if the sources were numbered from 0: "
-                        "the pipeline may number from 0 (try index_base=0)"
+                        "the pipeline may number from 0 (try index_base=0; on the command line, "
+                        "--index-base 0)"
                     )
         if self._strict and unrecognized:
             first = unrecognized[0]
@@ -614,8 +617,8 @@ class CitationScorer:
         ):
             codes.append("sentence_coverage_below_minimum")
             failures.append(
-                f"{coverage.cited_sentences} of {coverage.sentences} sentences carry a "
-                f"resolved citation, below the minimum share of {self._min_coverage:.0%}"
+                f"{coverage_words(coverage.cited_sentences, coverage.sentences)}, "
+                f"below the minimum share of {self._min_coverage:.0%}"
             )
         return tuple(codes), failures
 

@@ -31,7 +31,7 @@ from citemark._scorer.findings import SentenceCoverage
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["sentence_coverage"]
+__all__ = ["cite_spans", "coverage_words", "sentence_coverage"]
 
 _END = re.compile(r"[.!?]++[\"'\u201d\u2019)\]]*+(?=\s|\Z)|\r\n|\r|\n")
 # A letter or a digit in any script: \w without the underscore.
@@ -108,6 +108,45 @@ def sentence_coverage(
             for (start, end), hit in zip(sentences, carrying, strict=True)
             if not hit
         ),
+    )
+
+
+def coverage_words(cited: int, sentences: int) -> str:
+    """``"1 of 3 sentences carry a citation"``: the one wording of a coverage."""
+    verb = "sentence carries" if sentences == 1 else "sentences carry"
+    return f"{cited} of {sentences} {verb} a citation"
+
+
+def cite_spans(
+    coverage: SentenceCoverage, text: str, spans: Iterable[tuple[int, int]]
+) -> SentenceCoverage:
+    """``coverage`` with every uncited sentence that overlaps one of ``spans`` cited.
+
+    For citations that sit beside the text rather than in it: a provider's verified
+    citation names the stretch of the answer it supports (``[start, end)`` offsets
+    into ``text``, the answer ``coverage`` was measured on). Each uncited sentence is
+    found again in ``text`` in order, from where the one before it ended; a sentence
+    that overlaps a span carries a citation.
+    """
+    ranges = sorted((start, end) for start, end in spans if end > start)
+    if not ranges or not coverage.uncited_sentences:
+        return coverage
+    kept: list[str] = []
+    cursor = 0
+    for sentence in coverage.uncited_sentences:
+        start = text.find(sentence, cursor)
+        if start < 0:  # not where it was measured: leave the coverage as it is
+            return coverage
+        end = cursor = start + len(sentence)
+        if not any(a < end and start < b for a, b in ranges):
+            kept.append(sentence)
+    cited = coverage.cited_sentences + len(coverage.uncited_sentences) - len(kept)
+    total = coverage.sentences
+    return SentenceCoverage(
+        sentences=total,
+        cited_sentences=cited,
+        coverage=cited / total if total else None,
+        uncited_sentences=tuple(kept),
     )
 
 

@@ -397,8 +397,8 @@ class TestPromptAndEvents:
         finally:
             otel.disable()
         assert [
-            ("fail", "1 marker(s) outside 0..1; first [2]"),
-            ("pass", "2 source(s) cited of 2"),
+            ("fail", "1 marker outside 0..1; first [2]"),
+            ("pass", "2 sources cited of 2"),
         ] == [
             (a["gen_ai.evaluation.score.label"], a["gen_ai.evaluation.explanation"])
             for a in (dict(r.log_record.attributes) for r in memory.get_finished_logs())

@@ -128,7 +128,7 @@ class TestEvaluate:
         lsclient, _ = client
         results = run_local(lsclient, citations_valid_evaluator(), CASES)
         assert {
-            "good": [(KEY, True, None, "1 citation(s) resolved to the 2 given source(s)")],
+            "good": [(KEY, True, None, "1 citation resolved to the 2 given sources")],
             "fabricated": [
                 (
                     KEY,
@@ -160,7 +160,7 @@ class TestEvaluate:
         key, score, value, comment = advisory
         assert (ADVISORY_KEY, None, "supported") == (key, score, value)
         assert comment.startswith("advisory opinion of local/judge-1 (prompt ")
-        assert comment.endswith("band 3 of 0..3 over 1 citation(s); not a score")
+        assert comment.endswith("band 3 of 0..3 over 1 citation; not a score")
         assert 1 == len(judge.prompts)
 
     def test_agent_outputs_are_read_from_their_messages(self, client):

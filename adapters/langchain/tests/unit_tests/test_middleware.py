@@ -376,8 +376,8 @@ class TestEvents:
             otel.disable()
         ids = [m.id for m in result["messages"] if isinstance(m, AIMessage)]
         assert [
-            ("fail", 0.0, "1 marker(s) outside 1..0; first [4]", ids[0]),
-            ("pass", 1.0, "1 source(s) cited of 2", ids[1]),
+            ("fail", 0.0, "1 marker outside 1..0; first [4]", ids[0]),
+            ("pass", 1.0, "1 source cited of 2", ids[1]),
         ] == [
             (
                 a["gen_ai.evaluation.score.label"],

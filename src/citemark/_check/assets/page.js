@@ -8,6 +8,9 @@
   var boxes = Array.prototype.slice.call(
     document.querySelectorAll('#filters input[name="outcome"]'));
   var chooser = document.getElementById('group');
+  var labels = Array.prototype.slice.call(document.querySelectorAll('#filters span[data-shown]'));
+  var cards = Array.prototype.slice.call(document.querySelectorAll('dd[data-card]'));
+  var scope = document.getElementById('scope');
   var KINDS = ['resolved', 'fabricated', 'ambiguous', 'ignored'];
   var OUTCOMES = ['failed', 'unassessed', 'passed'];
   rows.forEach(function (r) { r[2] = OUTCOMES[r[2]]; });
@@ -139,11 +142,36 @@
     boxes.forEach(function (box) { shown[box.value] = box.checked; });
     var group = chooser ? chooser.value : '';
     visible = [];
+    var seen = {failed: 0, unassessed: 0, passed: 0};
     rows.forEach(function (r, i) {
-      if (shown[r[2]] && (group === '' || texts[r[12]] === group)) { visible.push(i); }
+      if (shown[r[2]] && (group === '' || texts[r[12]] === group)) {
+        visible.push(i);
+        seen[r[2]] += 1;
+      }
     });
+    count(group, seen);
     page = 0;
     draw();
+  }
+
+  // The filter labels say how many rows of each outcome are drawn now, of how many
+  // the run (or the chosen group) has; the count cards show the chosen group's counts.
+  function count(group, seen) {
+    var totals = data.totals[group] || data.totals[''];
+    labels.forEach(function (label) {
+      var o = label.getAttribute('data-shown');
+      label.textContent = '(' + seen[o] + ' shown of ' + totals[o] + ')';
+    });
+    var values = data.cards[group] || data.cards[''];
+    cards.forEach(function (card) {
+      var key = card.getAttribute('data-card');
+      var value = values[key];
+      card.textContent = value === undefined ? '\u2013' : String(value);
+    });
+    if (scope) {
+      scope.textContent = group === '' ? 'Counts of every row.' : 'Counts of the group ' + group +
+        ' (unreadable lines belong to no group).';
+    }
   }
 
   function follow() {
