@@ -44,9 +44,9 @@ from citemark._artifacts import (
 )
 from citemark._assertions import citation_outcome
 from citemark._check.groups import MAX_GROUPS, OTHER_GROUP, CauseTally, GroupTally
-from citemark._check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME
 from citemark._check.judge_calls import JUDGE_CALLS_NAME, JudgeCallsSink, recording
 from citemark._check.junit import JUNIT_NAME
+from citemark._check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME
 from citemark._check.page import HtmlSink
 from citemark._check.sinks import (
     FORMATS,
