@@ -171,7 +171,9 @@ class TestMakeDist:
 def make_dry_run(target: str, tmp_path: Path) -> list[str]:
     """The commands ``make TARGET`` would run for a fresh clone (a .venv that does not exist)."""
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={tmp_path / 'venv'}"],
+        # --no-print-directory: under `make test` this make is nested, and would add
+        # its "Entering/Leaving directory" lines to what it prints.
+        ["make", "--no-print-directory", "-n", target, f"VENV={tmp_path / 'venv'}"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -278,13 +278,18 @@ def _last_line_lead(text: str) -> tuple[str, int]:
 def _new_line(text: str) -> tuple[str, str]:
     """How a continuation starts a line in the last line's containers: a break, a lead.
 
-    When ``text`` already ends on a new line (nothing but blanks after its last
-    break), no break is needed, and the lead is that of the last line that is not
-    blank: a list item goes on past a blank line.
+    When ``text`` already ends on a new line (nothing but blanks, or the start of the
+    lead, after its last break), no break is needed, and the lead (or what is left of
+    it) is that of the last line that is not blank: a list item goes on past a blank.
     """
     cut = max(text.rfind("\n"), text.rfind("\r")) + 1
-    if cut and not text[cut:].strip(" \t"):
-        return "", _last_line_lead(text[:cut].rstrip(" \t\r\n") + "\n")[0]
+    tail = text[cut:]
+    if cut and _LINE_PREFIX.fullmatch(tail):
+        lead = _last_line_lead(text[:cut].rstrip(" \t\r\n") + "\n")[0]
+        if lead.startswith(tail):  # a lead written in part ("> > " after ">"): its rest
+            return "", lead[len(tail) :]
+        if not tail.strip(" \t"):
+            return "", lead
     return "\n", _last_line_lead(text)[0]
 
 
