@@ -96,9 +96,34 @@ def chunkings(draw: st.DrawFn) -> tuple[str, list[str]]:
     return text, [text[a:b] for a, b in pairwise(bounds) if b > a]
 
 
+def _one_at_a_time(text: str) -> tuple[str, list[str]]:
+    return text, list(text)
+
+
 class TestStreamingEqualsResolve:
-    @settings(max_examples=700, deadline=None, suppress_health_check=list(HealthCheck))
+    # Derandomized, as test_stream_certainty is: CI runs the same 700 cases each time.
+    # The pinned examples are what random seeds found at stop 29 (a closer or a
+    # delimiter row behind a quote or list lead, written in part or after a blank
+    # line; a table header that turns a definition above it into text).
+    @settings(
+        max_examples=700, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(chunkings(), st.lists(st.sampled_from(PIECES), max_size=6))
+    @example(_one_at_a_time("> <!-- [6]\n> \n> [3] `c [4]` <b title='[5]'>\n> -->"), [])
+    @example(_one_at_a_time("> > <!-- [6]\n> > \n> > [3] `c [4]` <b title='[5]'>\n> > -->"), [])
+    @example(_one_at_a_time("> - <!-- [6]\n> \n>   [3] `c [4]` <b title='[5]'>\n>   -->"), [])
+    @example(_one_at_a_time("[9]: /u\n| [4] |\n|---|"), [])
+    @example(_one_at_a_time("- - [9]: /u\n    | [4] |\n    |---|"), [])
+    @example(
+        _one_at_a_time("| x<? [1] the [2] the [3] | [4] x<? [5] ?> [7] [8] the |\n|---|---|"), []
+    )
+    @example(
+        _one_at_a_time(
+            "- | the | [2] x<![CDATA[ [3] the the the [4] the | x<![CDATA[ [6] ]]> |\n"
+            "  |---|---|---|\n    code [7]"
+        ),
+        [],
+    )
     @example(("Use `a [9] b\n\nThen `", list("Use `a [9] b\n\nThen `")), [])
     @example(("`[9]` and then `", ["`[9]`", " and then `"]), ["x"])
     @example(("[a][9] x", ["[a][9] x"]), ["\n\n[9]: /u"])

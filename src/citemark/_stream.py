@@ -210,6 +210,8 @@ _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
 # (a tag, a quoted attribute, a comment, a processing instruction, CDATA), an
 # autolink, a link title or a definition's, and a definition after a label.
 _CLOSERS = (">", '">', "'>", "-->", "?>", "]]>", '"', "'", ": /u", "/u")
+# What the last line may hold while it is still becoming a delimiter row.
+_PARTIAL_ROW = re.compile(r"[ \t>]*+\|?(?:[ \t]*+:?-*+:?[ \t]*+\|)*+[ \t]*+:?-*+")
 _MAX_BACKTICKS = 1000  # as cmark: a longer run opens no code span
 _MAX_DEPTH = 33  # one more than cmark's nesting of parentheses in a destination
 
@@ -235,11 +237,11 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
         floor = m.end()
     region = text[floor:]
     out: list[tuple[str, frozenset[str]]] = [(closer, frozenset()) for closer in _CLOSERS]
-    newline, lead = _new_line(text)
-    if not newline and lead:
+    begin, lead = _new_line(text)
+    if not begin.startswith("\n") and lead:
         # On a new line inside a quote or list item, a closer only counts on a line
         # that continues it (an HTML block takes no lazy continuation line).
-        out.extend((lead + closer, frozenset()) for closer in _CLOSERS)
+        out.extend((begin + closer, frozenset()) for closer in _CLOSERS)
     runs = {len(m.group()) for m in _BACKTICK_RUN.finditer(region)}
     for size in sorted(runs):
         if size <= _MAX_BACKTICKS:  # right after the text (a run it ends grows), and apart
@@ -250,9 +252,13 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     depth = min(max(region.count("[") - region.count("]"), 0) + 1, _MAX_DEPTH)
     out.extend(("]" * d + "(u)", frozenset()) for d in range(depth + 1))
     out.append((_delimiter_row(text), frozenset()))
+    rows = _partial_rows(text)
+    out.extend((row, frozenset()) for row in rows)
+    if not begin.startswith("\n") and begin:  # the row's line still lacks part of its lead
+        out.extend((begin + row, frozenset()) for row in rows)
     # cmark-gfm reads no definition above a table's header: a header line and its
     # delimiter row after the text make the paragraph's definitions plain text.
-    out.append((f"{newline}{lead}| x |\n{lead}|---|", frozenset()))
+    out.append((f"{begin}| x |\n{lead}|---|", frozenset()))
     labels = {normalize_label(m.group()) for m in _LABEL.finditer(region)}
     labels.discard("")
     out.extend(("", frozenset({label})) for label in sorted(labels))
@@ -276,21 +282,60 @@ def _last_line_lead(text: str) -> tuple[str, int]:
 
 
 def _new_line(text: str) -> tuple[str, str]:
-    """How a continuation starts a line in the last line's containers: a break, a lead.
+    """How a continuation starts a line in the last line's containers, and their lead.
 
-    When ``text`` already ends on a new line (nothing but blanks, or the start of the
-    lead, after its last break), no break is needed, and the lead (or what is left of
-    it) is that of the last line that is not blank: a list item goes on past a blank.
+    Returns what to append to begin such a line and the whole lead a further line
+    needs. When ``text`` already ends on a new line (nothing but blanks, or the start
+    of the lead, after its last break), no break is appended, only what the lead still
+    lacks; the lead is that of the last line with content: a list item goes on past a
+    blank line.
     """
     cut = max(text.rfind("\n"), text.rfind("\r")) + 1
     tail = text[cut:]
     if cut and _LINE_PREFIX.fullmatch(tail):
-        lead = _last_line_lead(text[:cut].rstrip(" \t\r\n") + "\n")[0]
+        lead = _last_line_lead(_through_last_content(text[:cut]))[0]
         if lead.startswith(tail):  # a lead written in part ("> > " after ">"): its rest
-            return "", lead[len(tail) :]
+            return lead[len(tail) :], lead
         if not tail.strip(" \t"):
-            return "", lead
-    return "\n", _last_line_lead(text)[0]
+            return lead, lead
+    lead = _last_line_lead(text)[0]
+    return "\n" + lead, lead
+
+
+def _through_last_content(text: str) -> str:
+    """``text`` up to the end of its last line holding more than a container prefix.
+
+    A line of only ``>`` markers and blanks is a blank line inside its quote: a list
+    item in that quote goes on past it, so its lead is read from the line before.
+    """
+    end = len(text)
+    while end > 0:
+        start = max(text.rfind("\n", 0, end - 1), text.rfind("\r", 0, end - 1)) + 1
+        line = text[start:end].rstrip("\r\n")
+        if not _LINE_PREFIX.fullmatch(line) or line.strip(" \t>"):
+            return text[:start] + line + "\n"
+        end = start
+    return "\n"
+
+
+def _partial_rows(text: str) -> list[str]:
+    """What completes a delimiter row begun on the last line, under the line above it.
+
+    ``|`` or ``|--`` under a header line may still become its delimiter row, with as
+    many cells as the header has (or one more or fewer, which cmark-gfm refuses).
+    """
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    tail = text[cut:]
+    if not cut or not _PARTIAL_ROW.fullmatch(tail):
+        return []
+    header = text[:cut]
+    start = max(header.rfind("\n", 0, cut - 1), header.rfind("\r", 0, cut - 1)) + 1
+    prefix = _LINE_PREFIX.match(header, start)
+    at = prefix.end() if prefix is not None else start
+    cells = row_cells(header, at, max(len(header.rstrip("\r\n")), at))
+    return ["-" + "|-" * more for more in range(cells + 1)] + [
+        "|-" * more for more in range(1, cells + 1)
+    ]
 
 
 def _delimiter_row(text: str) -> str:
