@@ -4,28 +4,7 @@
 streamed; ``index`` keeps the old run's rows and the changes on disk; ``compare``
 matches and classifies the rows; ``render`` writes the comparison as text, JSON and
 an HTML page in the style of ``report.html``; ``command`` is ``citemark diff``;
-``digests`` is the per-row input digest ``rows.jsonl`` records.
+``digests`` is the per-row input digest ``rows.jsonl`` records. The public names are
+in `citemark.diff`; importing this package loads none of them, so ``citemark check``,
+which writes the digests, does not load the comparison.
 """
-
-from citemark._diff.compare import (
-    ChangeKind,
-    Difference,
-    InputPart,
-    RowChange,
-    RowState,
-    RunDiff,
-    compare_runs,
-)
-from citemark._diff.render import render_html, render_text
-
-__all__ = [
-    "ChangeKind",
-    "Difference",
-    "InputPart",
-    "RowChange",
-    "RowState",
-    "RunDiff",
-    "compare_runs",
-    "render_html",
-    "render_text",
-]
