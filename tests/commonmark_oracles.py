@@ -174,12 +174,24 @@ class _Visible(HTMLParser):
         self.out.append(SEP if self.code else data)
 
 
-def cmark_gfm_visible(text: str) -> str:
-    """cmark-gfm's visible text of ``text`` with the table extension (and no raw HTML)."""
-    html = cmarkgfm.markdown_to_html_with_extensions(
+def _gfm_html(text: str) -> str:
+    return cmarkgfm.markdown_to_html_with_extensions(
         text, options=Options.CMARK_OPT_UNSAFE, extensions=["table"]
     )
+
+
+def makes_table(text: str) -> bool:
+    """Whether cmark-gfm reads a table in ``text``."""
+    return "<table>\n<thead>" in _gfm_html(text)  # its own markup, not raw HTML
+
+
+def cmark_gfm_visible(text: str) -> str:
+    """cmark-gfm's visible text of ``text`` with the table extension (and no raw HTML)."""
     parser = _Visible()
-    parser.feed(html)
+    parser.feed(_gfm_html(text))
     parser.close()
+    # HTMLParser keeps the body of a <script> or <style> that never closes unread:
+    # it is character data all the same, as in an HTML block that runs to the end.
+    if parser.cdata_elem is not None:
+        parser.out.append(parser.rawdata)
     return "".join(parser.out)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-from commonmark_oracles import cmark_gfm_visible, cmark_visible
+from commonmark_oracles import cmark_gfm_visible, cmark_visible, makes_table
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_commonmark_differential import answers
@@ -44,19 +44,25 @@ _PLANTED = re.compile(r"\[(7[0-9]{4})\]")
 
 
 def _shown(text: str, table: bool) -> str:
-    return cmark_gfm_visible(text) if table else cmark_visible(text)
+    """cmark's visible text, cmark-gfm's where the text holds a table, as in the issue."""
+    return cmark_gfm_visible(text) if table and makes_table(text) else cmark_visible(text)
 
 
 def continuations(prefix: str) -> list[tuple[str, bool]]:
-    """The fixed set, with the prefix's labels; each with whether cmark-gfm judges it."""
+    """The fixed set, with the prefix's labels; each with whether cmark-gfm judges it.
+
+    A definition is written with blanks inside its brackets (the same label once
+    normalized), so that where it is only text, in an HTML block that is still open,
+    it does not show a planted marker's own text.
+    """
     table = "|---|" in prefix or "\n|-" in prefix
     out = [(c, table) for c in _CLOSERS] + [(row, True) for row in _TABLE_ROWS]
     labels = sorted({m.group(1) for m in _LABEL.finditer(prefix)})
     for before in _BEFORE_DEFINITIONS:
         for label in labels:
-            out.append((f"{before}\n\n[{label}]: /u", table))
+            out.append((f"{before}\n\n[ {label} ]: /u", table))
         if len(labels) > 1:
-            out.append((before + "\n\n" + "".join(f"[{x}]: /u\n" for x in labels), table))
+            out.append((before + "\n\n" + "".join(f"[ {x} ]: /u\n" for x in labels), table))
     return out
 
 
@@ -65,9 +71,17 @@ def certain_marker(prefix: str) -> int | None:
     planted = [int(m.group(1)) for m in _PLANTED.finditer(prefix)]
     if not planted:
         return None
-    views = [_shown(prefix + suffix, table) for suffix, table in continuations(prefix)]
+    views = [(_shown(prefix + suffix, table), table) for suffix, table in continuations(prefix)]
+    # cmark-gfm's output is read by Python's HTML parser, which reads raw HTML as a
+    # browser does, not by CommonMark's grammar (an unclosed comment runs on into a
+    # later block's "-->"). Where cmark-gfm and cmark already differ on a marker of a
+    # prefix that holds no table, the difference is that parser's: cmark alone judges.
+    tabled = makes_table(prefix)
+    gfm, plain = cmark_gfm_visible(prefix), cmark_visible(prefix)
     for number in planted:
-        states = {f"[{number}]" in view for view in views}
+        mark = f"[{number}]"
+        trusted = tabled or (mark in gfm) == (mark in plain)
+        states = {mark in view for view, table in views if trusted or not table}
         if states == {True}:
             return number
         if states != {False}:
@@ -104,6 +118,14 @@ class TestCertaintyIsExact:
     @example(["![x [70001]", "](i.png) [70002]"])
     @example(["<a title='[70001]", "'> [70002]"])
     @example(["| a |\n|---|\n", "| `x | [70001]` |", "\n"])
+    # Found at stop 30: a header line under indented or lazy paragraph lines, or in a
+    # list item indented by a tab; an HTML block of the first kind left open.
+    @example(["[r1]: /u[70003]\n    code [70004]\n    more"])
+    @example(["> [r1]: /u[70003]\n    code [70004]\n    more"])
+    @example(["- [r1]: /u[70003]\n\tcode [70004]\n\tmore"])
+    @example(["<pre class='[70006]'>\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])
+    @example(["<script>\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])
+    @example(["<pre\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None

@@ -124,6 +124,11 @@ class TestStreamingEqualsResolve:
         ),
         [],
     )
+    # Found at stop 30: a closing backtick and then a delimiter row (two witnesses at
+    # once) put [4] in a code span inside a cell.
+    @example(
+        _one_at_a_time("| the | the the the [a][r1] `[2]a ` b` | [3] `[4]x` |\n|---|---|---|"), []
+    )
     @example(("Use `a [9] b\n\nThen `", list("Use `a [9] b\n\nThen `")), [])
     @example(("`[9]` and then `", ["`[9]`", " and then `"]), ["x"])
     @example(("[a][9] x", ["[a][9] x"]), ["\n\n[9]: /u"])

@@ -212,6 +212,7 @@ _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
 _CLOSERS = (">", '">', "'>", "-->", "?>", "]]>", '"', "'", ": /u", "/u")
 # What the last line may hold while it is still becoming a delimiter row.
 _PARTIAL_ROW = re.compile(r"[ \t>]*+\|?(?:[ \t]*+:?-*+:?[ \t]*+\|)*+[ \t]*+:?-*+")
+_LINES = re.compile(r"\r\n|\r|\n")
 _MAX_BACKTICKS = 1000  # as cmark: a longer run opens no code span
 _MAX_DEPTH = 33  # one more than cmark's nesting of parentheses in a destination
 
@@ -229,8 +230,9 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     header line (which turns the definitions above it into text), raw HTML and
     title closers (after a line break, also behind the last line's quote markers and
     list indentation), and a definition of each label (alone, and all at once) for
-    reference links. Each is a witness: a group that one of them shows and another
-    hides is not settled.
+    reference links. Each closer is also tried with a delimiter row after it (a span
+    closed, and then its line a header). Each is a witness: a group that one of them
+    shows and another hides is not settled.
     """
     floor = 0
     for m in _BLANK_LINE.finditer(text, 0, start):
@@ -251,14 +253,22 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
         out.extend((quote + ")" * d, frozenset()) for d in range(1, depth + 1))
     depth = min(max(region.count("[") - region.count("]"), 0) + 1, _MAX_DEPTH)
     out.extend(("]" * d + "(u)", frozenset()) for d in range(depth + 1))
+    # A closer and then a delimiter row: the line, its spans closed, becomes a header.
+    out.extend([(suffix + _delimiter_row(text + suffix), defined) for suffix, defined in out])
     out.append((_delimiter_row(text), frozenset()))
     rows = _partial_rows(text)
     out.extend((row, frozenset()) for row in rows)
     if not begin.startswith("\n") and begin:  # the row's line still lacks part of its lead
         out.extend((begin + row, frozenset()) for row in rows)
     # cmark-gfm reads no definition above a table's header: a header line and its
-    # delimiter row after the text make the paragraph's definitions plain text.
+    # delimiter row after the text make the paragraph's definitions plain text. The
+    # lead's blanks may be a paragraph's indentation, not a list item's, and a lazy
+    # line has no quote markers: also with each line's quote markers only, and none.
     out.append((f"{begin}| x |\n{lead}|---|", frozenset()))
+    lines = _LINES.split(region)
+    quotes = {line[: len(line) - len(line.lstrip(" \t>"))].rstrip(" \t") for line in lines}
+    leads = sorted({q + " " if q else "" for q in quotes} - {lead})
+    out.extend((f"\n{q}| x |\n{q}|---|", frozenset()) for q in leads)
     labels = {normalize_label(m.group()) for m in _LABEL.finditer(region)}
     labels.discard("")
     out.extend(("", frozenset({label})) for label in sorted(labels))
@@ -278,7 +288,10 @@ def _last_line_lead(text: str) -> tuple[str, int]:
         cut = max(text.rfind("\n", 0, cut - 1), text.rfind("\r", 0, cut - 1)) + 1
     prefix = _LINE_PREFIX.match(text, cut)
     at = prefix.end() if prefix is not None else cut
-    return "".join(c if c in " >" else " " for c in text[cut:at]), at
+    lead = ""
+    for c in text[cut:at]:  # a tab goes to the next tab stop, as cmark reads it
+        lead += " " * (4 - len(lead) % 4) if c == "\t" else c if c == ">" else " "
+    return lead, at
 
 
 def _new_line(text: str) -> tuple[str, str]:
