@@ -585,7 +585,7 @@ class HtmlSink:
         shard's groups are counted: it passes the summary's names (`GroupNames`).
         """
         self.limit = max(options.html_rows, 0)
-        self.tiers: tuple[list[tuple[str, str | None, list[JsonValue]]], ...] = ([], [], [])
+        self.tiers: tuple[list[tuple[str | None, CheckRow, CitationScore]], ...] = ([], [], [])
         self.count = 0
         self.table = TextTable()
         self._out = options.out_dir / HTML_NAME
@@ -610,7 +610,11 @@ class HtmlSink:
                 return
             self.tiers[worse].pop()
             self.count -= 1
-        record = row_record(
+        self.tiers[tier].append((group, item, score))
+        self.count += 1
+
+    def _record(self, group: str | None, item: CheckRow, score: CitationScore) -> list[JsonValue]:
+        return row_record(
             line=item.line,
             row_id=item.id,
             question=item.question,
@@ -622,21 +626,25 @@ class HtmlSink:
             table=self.table,
             group=group,
         )
-        self.tiers[tier].append((score.outcome, group, record))
-        self.count += 1
 
     def finish(self, facts: RunFacts) -> str:
         """Write the page atomically; return its SHA-256."""
         shown = dict.fromkeys(OUTCOMES, 0)
         groups: dict[str, int] = {}
         for tier in self.tiers:
-            for outcome, group, _ in tier:
-                shown[outcome] += 1
+            for group, _, score in tier:
+                shown[score.outcome] += 1
                 if group is not None:
                     groups[group] = groups.get(group, 0) + 1
+        # Records are built only for the rows shown, in input order (which orders the
+        # page's text table): a row displaced by a worse one costs nothing, and leaves
+        # no text in the table.
+        entries = sorted((e for tier in self.tiers for e in tier), key=lambda e: e[1].line)
+        records = {id(e): self._record(*e) for e in entries}
+        rows = [records[id(e)] for tier in self.tiers for e in tier]
         page = render_page(
             summary=facts.summary,
-            rows=[record for tier in self.tiers for _, _, record in tier],
+            rows=rows,
             texts=self.table.texts,
             shown=shown,
             shown_groups=groups,
