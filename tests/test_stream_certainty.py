@@ -122,6 +122,7 @@ class TestCertaintyIsExact:
     # list item indented by a tab; an HTML block of the first kind left open.
     @example(["[r1]: /u[70003]\n    code [70004]\n    more"])
     @example(["> [r1]: /u[70003]\n    code [70004]\n    more"])
+    @example(["> [r1]: /u[70003]\n>     ", "code [70004]\n>     more"])
     @example(["- [r1]: /u[70003]\n\tcode [70004]\n\tmore"])
     @example(["<pre class='[70006]'>\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])
     @example(["<script>\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])

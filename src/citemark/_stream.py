@@ -269,6 +269,9 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     quotes = {line[: len(line) - len(line.lstrip(" \t>"))].rstrip(" \t") for line in lines}
     leads = sorted({q + " " if q else "" for q in quotes} - {lead})
     out.extend((f"\n{q}| x |\n{q}|---|", frozenset()) for q in leads)
+    if _LINE_PREFIX.fullmatch(text, max(text.rfind("\n"), text.rfind("\r")) + 1):
+        # The last line has its containers only: the header line may go on from there.
+        out.extend((f"| x |\n{q}|---|", frozenset()) for q in sorted({lead, *leads}))
     labels = {normalize_label(m.group()) for m in _LABEL.finditer(region)}
     labels.discard("")
     out.extend(("", frozenset({label})) for label in sorted(labels))
