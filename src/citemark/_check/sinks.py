@@ -47,10 +47,10 @@ __all__ = [
     "JsonlSink",
     "RunFacts",
     "SinkOptions",
+    "line_end",
     "opened",
     "row_line",
     "row_record",
-    "with_run_id",
 ]
 
 _S = TypeVar("_S", bound="CheckSink")
@@ -97,7 +97,7 @@ class SinkOptions(NamedTuple):
     group_by: str | None = None
     """The row field counts are broken down by (``--group-by``), or None."""
     run_id: str = ""
-    """The run's id, which every artifact of the run names (see `with_run_id`)."""
+    """The run's id, which every artifact of the run names (see `line_end`)."""
 
 
 class CheckSink(Protocol):
@@ -154,38 +154,35 @@ def row_record(row: CheckedRow, *, details: bool = True) -> dict[str, Any]:
     return record
 
 
-def row_line(row: CheckedRow) -> bytes:
+def row_line(row: CheckedRow, end: bytes = b"}\n") -> bytes:
     """`row_record` as one ASCII JSON line, the findings serialized by pydantic directly.
 
     Serializing the typed findings straight to JSON (in pydantic-core) instead of
     through `CitationScore.details` and `json.dumps` is what keeps ``check`` as fast
     as it was with a plain dict (``bench/check.py``). A string pydantic cannot encode
     (a lone surrogate a model sent) takes the `json.dumps` path, which escapes it;
-    both give the same JSON value.
+    both give the same JSON value. ``end`` closes the object: `line_end` adds the
+    run id as its last key.
     """
     score = row.score
     if score is None:
-        return json.dumps(row_record(row), allow_nan=False).encode("ascii") + b"\n"
+        return json.dumps(row_record(row), allow_nan=False).encode("ascii")[:-1] + end
     head = row_record(row, details=False)
     try:
         details = _FINDINGS_JSON.to_json(score.findings, exclude_unset=True, ensure_ascii=True)
     except PydanticSerializationError:
         details = json.dumps(score.details, allow_nan=False).encode("ascii")
-    return (
-        json.dumps(head, allow_nan=False).encode("ascii")[:-1] + b', "details": ' + details + b"}\n"
-    )
+    return json.dumps(head, allow_nan=False).encode("ascii")[:-1] + b', "details": ' + details + end
 
 
-def with_run_id(line: bytes, run_id: str) -> bytes:
-    """A JSON object line (``{...}`` and a newline) with ``"run_id"`` added as its last key.
+def line_end(run_id: str) -> bytes:
+    """What closes a record line: ``"run_id"`` as its last key, then ``}`` and a newline.
 
-    The line is extended in place, not parsed again, so every existing key keeps its
-    place and bytes; without a run id it is returned as is.
+    Without a run id, only ``}`` and the newline.
     """
     if not run_id:
-        return line
-    body = line.rstrip(b"\n")
-    return body[:-1] + b', "run_id": ' + json.dumps(run_id).encode("ascii") + b"}\n"
+        return b"}\n"
+    return b', "run_id": ' + json.dumps(run_id).encode("ascii") + b"}\n"
 
 
 class JsonlSink:
@@ -195,11 +192,11 @@ class JsonlSink:
 
     def __init__(self, options: SinkOptions) -> None:
         self._file = AtomicFile(options.out_dir / ROWS_NAME)
-        self._run_id = options.run_id
+        self._end = line_end(options.run_id)
 
     def add(self, row: CheckedRow) -> None:
         """Append the row's record, with the run id, as one ASCII JSON line."""
-        self._file.write(with_run_id(row_line(row), self._run_id))
+        self._file.write(row_line(row, self._end))
 
     def finish(self, facts: RunFacts) -> str:  # noqa: ARG002 - rows.jsonl needs no summary
         """Publish the file."""

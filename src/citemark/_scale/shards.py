@@ -32,7 +32,7 @@ from citemark._check.html import _tier
 from citemark._check.judge_calls import JUDGE_CALLS_NAME, call_line, recording
 from citemark._check.junit import JUNIT_NAME, JUnitSink
 from citemark._check.run import _Tally, row_score
-from citemark._check.sinks import ROWS_NAME, CheckedRow, SinkOptions, row_line, with_run_id
+from citemark._check.sinks import ROWS_NAME, CheckedRow, SinkOptions, line_end, row_line
 from citemark._reports import MalformedLine
 from citemark._runs import CheckRow, RowOptions, parse_row
 from citemark._scorer.findings import ScoreFindings
@@ -379,6 +379,7 @@ class ShardChecker:
         rows_part = writers[ROWS_NAME]
         calls_part = writers.get(JUDGE_CALLS_NAME)
         run_id = self._plan.run_id
+        end = line_end(run_id)
         position = 0
         for item in chunk:
             if isinstance(item, MalformedLine):
@@ -391,7 +392,7 @@ class ShardChecker:
                     for call in calls[position]:
                         calls_part.write(call_line(item.line, item.id, call, run_id))
                 position += 1
-            rows_part.write(with_run_id(row_line(checked), run_id))
+            rows_part.write(row_line(checked, end))
             page.add(checked)
             if junit is not None:
                 junit.add(checked)
