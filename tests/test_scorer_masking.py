@@ -13,6 +13,7 @@ CommonMark 0.31.2 spec with markers planted in it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,10 @@ from strategies import commonmark_documents, marker_texts
 
 from citemark import CitationScorer, Source, parse_markers, resolve
 from citemark._scorer.labels import (
+    _DEFAULT_LF,
     DEFAULT_CITATION_PATTERN,
     DEFAULT_LABEL_PATTERN,
+    _parse_blocks,
     classify_labelled,
     compile_pattern,
 )
@@ -228,3 +231,20 @@ class TestScorerAgreesWithResolve:
                     assert_scorer_sees_what_resolve_sees(variant)
                     checked += 1
         assert checked == 6 * len(SPEC)
+
+
+class TestDefaultLabelTwin:
+    """Without a "\\r" in the context, the "^"-only twin finds exactly the default's labels."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.sampled_from(["[doc-1]", "[a.b]", " [x] ", "text", "\n", "\t", "[", "]", "[d 1]"]),
+            max_size=20,
+        ).map("".join)
+    )
+    def test_same_blocks_as_the_default(self, context):
+        default = re.compile(DEFAULT_LABEL_PATTERN, re.MULTILINE)
+        starts = [m.span() for m in default.finditer(context)]
+        assert starts == [m.span() for m in _DEFAULT_LF.finditer(context)]
+        assert _parse_blocks(context, default) == _parse_blocks(context, _DEFAULT_LF)

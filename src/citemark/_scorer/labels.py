@@ -352,9 +352,19 @@ class _LabelJudge:
         return FABRICATED, None
 
 
+# The default label pattern for a context with no "\r": there "^" alone starts every
+# line, and the engine no longer tries the lookbehind at every position.
+_DEFAULT_LF: Final = re.compile(
+    DEFAULT_LABEL_PATTERN.replace(r"(?:^|(?<=\r))", "^", 1), re.MULTILINE
+)
+
+
 def _parse_blocks(
     context: str, pattern: re.Pattern[str]
 ) -> tuple[dict[str, str], dict[str, str], list[tuple[str, Exclusion]]]:
+    default = pattern.pattern == DEFAULT_LABEL_PATTERN and pattern.flags & re.MULTILINE
+    if default and "\r" not in context:
+        pattern = _DEFAULT_LF
     starts: list[re.Match[str]] = [
         m
         for m in pattern.finditer(context)
