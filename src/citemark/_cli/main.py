@@ -25,6 +25,7 @@ them and prints, loaded only once the arguments parse.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, get_args
@@ -59,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # so that --help, --version and a usage error cost the parser alone.
     from citemark._cli.commands import COMMANDS  # noqa: PLC0415
 
+    # What is loaded now lives as long as the command: the collector need not walk it
+    # again for every generation-2 pass over a long check (given back at the end, for
+    # a caller that runs main in its own process).
+    gc.freeze()
     try:
         return int(COMMANDS[args.run](args))
     except UsageError as exc:
@@ -72,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(args, str(exc), EXIT_CHAT, **facts)
     except KeyboardInterrupt:
         return fail(args, "interrupted", 130)
+    finally:
+        gc.unfreeze()
 
 
 def _escape_unencodable_output() -> None:
