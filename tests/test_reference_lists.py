@@ -11,13 +11,16 @@ the test itself, to show it catches what it guards.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from citemark import CitationScorer, Source
 from citemark._cli.main import main
-from citemark._scorer.reflist import find_reference_list
+from citemark._scorer.reflist import _lines_from_end, find_reference_list
 from citemark._scorer.sentences import sentence_coverage
 from citemark.testing import ScriptedChat
 
@@ -186,3 +189,12 @@ def test_rows_jsonl_records_the_reference_list(tmp_path, capsys):
         "entries": 1,
     }
     assert details["sentence_coverage"]["coverage"] == 1.0
+
+
+@given(st.lists(st.sampled_from(["a", " ", "\r", "\n", "\r\n", "[1]"]), max_size=16).map("".join))
+def test_lines_read_back_are_the_lines_read_forward(text):
+    """The backward walk's lines, reversed, are a forward scan's ("\\r\\n" one line end)."""
+    forward = [
+        m.span() for m in re.finditer(r"[^\r\n]*+(?:\r\n|\r|\n)?", text) if m.end() > m.start()
+    ]
+    assert forward == list(reversed(list(_lines_from_end(text))))

@@ -42,7 +42,7 @@ import re
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
 __all__ = ["ReferenceBlock", "find_reference_list"]
 
@@ -56,7 +56,6 @@ _HEADING: Final = re.compile(
 _LEAD: Final = re.compile(r"[ \t]*+(?:[-*+][ \t]++|\d{1,9}[.)][ \t]++)?")
 _HSPACE: Final = re.compile(r"[ \t]*+")
 _WORDCHAR: Final = re.compile(r"[^\W_]")
-_LINE: Final = re.compile(r"[^\r\n]*+(?:\r\n|\r|\n)?")
 
 
 class ReferenceBlock(NamedTuple):
@@ -91,23 +90,18 @@ def find_reference_list(text: str, groups: Iterable[tuple[int, int, int]]) -> Re
     if not group_end:
         return None
     starts.sort()
-    lines = [(m.start(), m.end()) for m in _LINE.finditer(text) if m.end() > m.start()]
     first_entry: int | None = None
     last_end: int | None = None
     entries = 0
     heading_at: int | None = None
-    index = len(lines) - 1
-    while index >= 0:
-        line_start, line_stop = lines[index]
+    for line_start, line_stop in _lines_from_end(text):
         content_end = _content_end(text, line_start, line_stop)
         if not text[line_start:content_end].strip():
-            index -= 1
             continue
         if _is_entry(text, line_start, content_end, group_end, starts):
             first_entry = line_start
             last_end = last_end if last_end is not None else content_end
             entries += 1
-            index -= 1
             continue
         if entries and _HEADING.fullmatch(text, line_start, content_end):
             heading_at = line_start
@@ -121,6 +115,25 @@ def find_reference_list(text: str, groups: Iterable[tuple[int, int, int]]) -> Re
     if not before.strip() or not _ends_with_blank_line(before):
         return None
     return ReferenceBlock(first_entry, last_end, entries)
+
+
+def _lines_from_end(text: str) -> Iterator[tuple[int, int]]:
+    """Each line's offsets, its line end included, from the last line back.
+
+    A line ends at CRLF, CR or LF (CRLF is one line end), as a forward
+    scan reads it; the lines are read only as far as the caller goes, which is
+    usually the answer's last few.
+    """
+    stop = len(text)
+    while stop > 0:
+        end = stop
+        if text[end - 1] == "\n":
+            end -= 2 if text.endswith("\r\n", 0, end) else 1
+        elif text[end - 1] == "\r":
+            end -= 1
+        start = max(text.rfind("\n", 0, end), text.rfind("\r", 0, end)) + 1
+        yield start, stop
+        stop = start
 
 
 def _content_end(text: str, start: int, stop: int) -> int:
