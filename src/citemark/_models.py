@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["Citation", "CitedAnswer", "Source", "UnrecognizedKind", "UnrecognizedToken"]
 
@@ -60,7 +60,9 @@ class Source(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else the pipeline wants to carry along; never shown to the model."""
 
-    _citations: dict[int, Citation] | None = PrivateAttr(default=None)
+    # `citemark._resolve.citation_for` keeps each source's citations in its private
+    # slot, set on first use: a declared private attribute would cost every Source
+    # built (one per row's source) its initialisation.
 
     @model_validator(mode="after")
     def _check_offsets(self) -> Source:

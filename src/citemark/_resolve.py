@@ -284,9 +284,13 @@ def citation_for(source: Source, marker: int) -> Citation:
     # The cache sits in the source's private slot, read directly: pydantic's
     # attribute lookup for private names costs more than building the key.
     private = source.__pydantic_private__
-    cache = private["_citations"] if private else None
+    cache = private.get("_citations") if private else None
     if cache is None:
-        cache = source._citations = {}  # noqa: SLF001 - the cache lives with the source
+        cache = {}
+        if private is None:
+            _set_private(source, {"_citations": cache})
+        else:
+            private["_citations"] = cache
     citation = cache.get(marker)
     if citation is None:
         citation = cache[marker] = Citation(
