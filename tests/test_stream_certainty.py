@@ -53,10 +53,17 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
 
     A definition is written with blanks inside its brackets (the same label once
     normalized), so that where it is only text, in an HTML block that is still open,
-    it does not show a planted marker's own text.
+    it does not show a planted marker's own text. The closers are also written on a
+    new line behind the last line's quote markers (an HTML block in a quote ends
+    where the quote does).
     """
     table = "|---|" in prefix or "\n|-" in prefix
     out = [(c, table) for c in _CLOSERS] + [(row, True) for row in _TABLE_ROWS]
+    last = re.split(r"\r\n|\r|\n", prefix.rstrip("\r\n"))[-1]
+    quotes = re.match(r"[> ]*", last).group()
+    if ">" in quotes:
+        begin = quotes if prefix.endswith(("\n", "\r")) else "\n" + quotes
+        out += [(begin + c, table) for c in _CLOSERS if c]
     labels = sorted({m.group(1) for m in _LABEL.finditer(prefix)})
     for before in _BEFORE_DEFINITIONS:
         for label in labels:
