@@ -59,11 +59,16 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
     """
     table = "|---|" in prefix or "\n|-" in prefix
     out = [(c, table) for c in _CLOSERS] + [(row, True) for row in _TABLE_ROWS]
-    last = re.split(r"\r\n|\r|\n", prefix.rstrip("\r\n"))[-1]
-    quotes = re.match(r"[> ]*", last).group()
+    lines = re.split(r"\r\n|\r|\n", prefix.rstrip("\r\n"))
+    quotes = re.match(r"[> ]*", lines[-1]).group()
     if ">" in quotes:
         begin = quotes if prefix.endswith(("\n", "\r")) else "\n" + quotes
         out += [(begin + c, table) for c in _CLOSERS if c]
+    if len(lines) > 1 and quotes == lines[-1] and not prefix.endswith(("\n", "\r")):
+        # A lead written in part ("\n>" under "> > "): the closers after its rest.
+        lead = re.match(r"[> ]*", lines[-2]).group()
+        if lead.startswith(quotes):
+            out += [(lead[len(quotes) :] + c, table) for c in _CLOSERS if c]
     labels = sorted({m.group(1) for m in _LABEL.finditer(prefix)})
     for before in _BEFORE_DEFINITIONS:
         for label in labels:
