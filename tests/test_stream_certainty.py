@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from test_commonmark_differential import answers
 
 from citemark import MarkerOutOfRangeError, Source, StreamingResolver
+from citemark._stream import _continuations as stream_continuations
 
 SOURCES = [Source(text=f"source {i}", doc_id=f"d{i}") for i in range(1, 10)]
 _CLOSERS = [
@@ -69,6 +70,14 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
         lead = re.match(r"[> ]*", lines[-2]).group()
         if lead.startswith(quotes):
             out += [(lead[len(quotes) :] + c, table) for c in _CLOSERS if c]
+    # And the stream's own witnesses, judged by cmark: where the fixed set lacks one
+    # the stream has (a closer behind a quote and list lead, say), the stream waiting
+    # for it is right, and cmark says so.
+    planted = _PLANTED.search(prefix)
+    if planted is not None:
+        for suffix, defined in stream_continuations(prefix, planted.start()):
+            if not defined:
+                out.append((suffix, table or "|-" in suffix))
     labels = sorted({m.group(1) for m in _LABEL.finditer(prefix)})
     for before in _BEFORE_DEFINITIONS:
         for label in labels:
