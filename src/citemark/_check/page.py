@@ -639,9 +639,9 @@ class HtmlSink:
         # Records are built only for the rows shown, in input order (which orders the
         # page's text table): a row displaced by a worse one costs nothing, and leaves
         # no text in the table.
-        entries = sorted((e for tier in self.tiers for e in tier), key=lambda e: e[1].line)
-        records = {id(e): self._record(*e) for e in entries}
-        rows = [records[id(e)] for tier in self.tiers for e in tier]
+        shown_rows = sorted((e for tier in self.tiers for e in tier), key=lambda e: e[1].line)
+        records = {e[1].line: self._record(*e) for e in shown_rows}
+        rows = [records[item.line] for tier in self.tiers for _, item, _ in tier]
         page = render_page(
             summary=facts.summary,
             rows=rows,
