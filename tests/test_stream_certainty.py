@@ -29,9 +29,9 @@ _CLOSERS = [
     *("", "`", "``", "```", " `", " ``", " ```", ">", '">', "'>", "-->", "?>", "]]>"),
     *('"', "'", ")", "))", '")', "')", ">)", "(u)", "](u)", "]](u)", ": /u", "/u"),
 ]
+# A delimiter row on a new line; where the prefix already ends a line, right after it.
 _TABLE_ROWS = [
-    ("" if nl else "\n") + lead + "|".join(["-"] * cells)
-    for nl in (False,)
+    "\n" + lead + "|".join(["-"] * cells)
     for lead in ("", "> ", "  ", "   ")
     for cells in range(1, 5)
 ]
@@ -60,6 +60,8 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
     """
     table = "|---|" in prefix or "\n|-" in prefix
     out = [(c, table) for c in _CLOSERS] + [(row, True) for row in _TABLE_ROWS]
+    if prefix.endswith(("\n", "\r")):
+        out += [(row[1:], True) for row in _TABLE_ROWS if row.startswith("\n")]
     lines = re.split(r"\r\n|\r|\n", prefix.rstrip("\r\n"))
     quotes = re.match(r"[> ]*", lines[-1]).group()
     if ">" in quotes:
@@ -148,6 +150,9 @@ class TestCertaintyIsExact:
     @example(["<pre class='[70006]'>\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])
     @example(["<script>\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])
     @example(["<pre\n[70003] `c [70004]` <b title='[70005]'>\nx [70007]"])
+    # Found at stop 31: under a header line ended by CRLF, the delimiter row the stream
+    # tried had one cell (the line above was read as the empty one between CR and LF).
+    @example(["| `a | [70001] | b` |\r\n", "|---|---|---|\r\n[70002] x"])
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None

@@ -129,6 +129,9 @@ class TestStreamingEqualsResolve:
     @example(
         _one_at_a_time("| the | the the the [a][r1] `[2]a ` b` | [3] `[4]x` |\n|---|---|---|"), []
     )
+    # Found at stop 31: under a header line ended by CRLF, the delimiter row the stream
+    # tried had one cell, so [4] in a code span that the cells split was dropped as hidden.
+    @example(_one_at_a_time("| `a | [4] | b` |\r\n|---|---|---|\r\n[5] x"), [])
     @example(("Use `a [9] b\n\nThen `", list("Use `a [9] b\n\nThen `")), [])
     @example(("`[9]` and then `", ["`[9]`", " and then `"]), ["x"])
     @example(("[a][9] x", ["[a][9] x"]), ["\n\n[9]: /u"])

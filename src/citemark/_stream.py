@@ -269,7 +269,7 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     quotes = {line[: len(line) - len(line.lstrip(" \t>"))].rstrip(" \t") for line in lines}
     leads = sorted({q + " " if q else "" for q in quotes} - {lead})
     out.extend((f"\n{q}| x |\n{q}|---|", frozenset()) for q in leads)
-    if _LINE_PREFIX.fullmatch(text, max(text.rfind("\n"), text.rfind("\r")) + 1):
+    if _LINE_PREFIX.fullmatch(text, _line_start(text, len(text))):
         # The last line has its containers only: the header line may go on from there.
         out.extend((f"| x |\n{q}|---|", frozenset()) for q in sorted({lead, *leads}))
     labels = {normalize_label(m.group()) for m in _LABEL.finditer(region)}
@@ -280,15 +280,25 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     return out
 
 
+def _line_start(text: str, end: int) -> int:
+    """Where the line holding the text just before offset ``end`` starts."""
+    return max(text.rfind("\n", 0, end), text.rfind("\r", 0, end)) + 1
+
+
+def _line_end_before(text: str, cut: int) -> int:
+    """Where the line break that ends just before ``cut`` begins (CR LF is one break)."""
+    return cut - 2 if text.startswith("\r\n", cut - 2) else cut - 1
+
+
 def _last_line_lead(text: str) -> tuple[str, int]:
     """What continues the last line's containers on a new line, and where its text starts.
 
     The lead keeps the line's ``>`` markers and turns a list marker into spaces of its
     width, so a line after it stays in the same quote or list item.
     """
-    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    cut = _line_start(text, len(text))
     if cut == len(text):
-        cut = max(text.rfind("\n", 0, cut - 1), text.rfind("\r", 0, cut - 1)) + 1
+        cut = _line_start(text, _line_end_before(text, cut))
     prefix = _LINE_PREFIX.match(text, cut)
     at = prefix.end() if prefix is not None else cut
     lead = ""
@@ -306,7 +316,7 @@ def _new_line(text: str) -> tuple[str, str]:
     lacks; the lead is that of the last line with content: a list item goes on past a
     blank line.
     """
-    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    cut = _line_start(text, len(text))
     tail = text[cut:]
     if cut and _LINE_PREFIX.fullmatch(tail):
         lead = _last_line_lead(_through_last_content(text[:cut]))[0]
@@ -326,7 +336,7 @@ def _through_last_content(text: str) -> str:
     """
     end = len(text)
     while end > 0:
-        start = max(text.rfind("\n", 0, end - 1), text.rfind("\r", 0, end - 1)) + 1
+        start = _line_start(text, _line_end_before(text, end))
         line = text[start:end].rstrip("\r\n")
         if not _LINE_PREFIX.fullmatch(line) or line.strip(" \t>"):
             return text[:start] + line + "\n"
@@ -340,12 +350,12 @@ def _partial_rows(text: str) -> list[str]:
     ``|`` or ``|--`` under a header line may still become its delimiter row, with as
     many cells as the header has (or one more or fewer, which cmark-gfm refuses).
     """
-    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    cut = _line_start(text, len(text))
     tail = text[cut:]
     if not cut or not _PARTIAL_ROW.fullmatch(tail):
         return []
     header = text[:cut]
-    start = max(header.rfind("\n", 0, cut - 1), header.rfind("\r", 0, cut - 1)) + 1
+    start = _line_start(header, _line_end_before(header, cut))
     prefix = _LINE_PREFIX.match(header, start)
     at = prefix.end() if prefix is not None else start
     cells = row_cells(header, at, max(len(header.rstrip("\r\n")), at))
