@@ -153,6 +153,8 @@ class TestCertaintyIsExact:
     # Found at stop 31: under a header line ended by CRLF, the delimiter row the stream
     # tried had one cell (the line above was read as the empty one between CR and LF).
     @example(["| `a | [70001] | b` |\r\n", "|---|---|---|\r\n[70002] x"])
+    # And a header line in a list item after a lazy line: the item's definition is text.
+    @example(["- [r1]: /u[70003]\n[70004] [70005]"])
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None

@@ -263,15 +263,21 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     # cmark-gfm reads no definition above a table's header: a header line and its
     # delimiter row after the text make the paragraph's definitions plain text. The
     # lead's blanks may be a paragraph's indentation, not a list item's, and a lazy
-    # line has no quote markers: also with each line's quote markers only, and none.
+    # line has neither quote markers nor the item's indentation: also with each line's
+    # whole lead, its quote markers only, and none.
     out.append((f"{begin}| x |\n{lead}|---|", frozenset()))
     lines = _LINES.split(region)
     quotes = {line[: len(line) - len(line.lstrip(" \t>"))].rstrip(" \t") for line in lines}
-    leads = sorted({q + " " if q else "" for q in quotes} - {lead})
+    whole = {_last_line_lead(line)[0] for line in lines}
+    leads = sorted(({q + " " if q else "" for q in quotes} | whole) - {lead})
     out.extend((f"\n{q}| x |\n{q}|---|", frozenset()) for q in leads)
-    if _LINE_PREFIX.fullmatch(text, _line_start(text, len(text))):
-        # The last line has its containers only: the header line may go on from there.
-        out.extend((f"| x |\n{q}|---|", frozenset()) for q in sorted({lead, *leads}))
+    tail = text[_line_start(text, len(text)) :]
+    if _LINE_PREFIX.fullmatch(tail):
+        # The last line has its containers only, or the start of a lead: the header
+        # line may go on from there, as it is or with the rest of the lead.
+        for q in sorted({lead, *leads}):
+            rests = {"", q[len(tail) :] if q.startswith(tail) else ""}
+            out.extend((f"{rest}| x |\n{q}|---|", frozenset()) for rest in sorted(rests))
     labels = {normalize_label(m.group()) for m in _LABEL.finditer(region)}
     labels.discard("")
     out.extend(("", frozenset({label})) for label in sorted(labels))
