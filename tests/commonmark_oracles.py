@@ -35,7 +35,8 @@ _ATTR = r"(?:[ \t\n]+[A-Za-z_:][A-Za-z0-9_.:-]*(?:[ \t\n]*=[ \t\n]*(?:[^ \t\n\"'
 RAW_HTML = re.compile(
     rf"<[A-Za-z][A-Za-z0-9-]*{_ATTR}*[ \t\n]*/?>"
     r"|</[A-Za-z][A-Za-z0-9-]*[ \t\n]*>"
-    r"|<!-->|<!--->|<!--.*?-->"
+    # A comment as cmark's inline scanner reads one: no "-" ends its text.
+    r"|<!-->|<!--->|<!--(?:[^-]|-[^-]|--[^>])*-->"
     r"|<\?.*?\?>"
     r"|<![A-Za-z][^>]*>"
     r"|<!\[CDATA\[.*?\]\]>",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -250,7 +251,7 @@ def inline(draw: st.DrawFn, plant: Planter, table: bool = False) -> str:
             parts.append(
                 draw(st.sampled_from([f"x<? {plant()} ?>", f"x<![CDATA[ {plant()} ]]>"]))
                 if table
-                else f"<!-- {plant()} -->"
+                else draw(st.sampled_from(_COMMENTS))(plant)
             )
         elif kind == "pending":  # never closed in its block (issue 24, item 1)
             opener = draw(st.sampled_from(["<!-- ", "<? ", "<![CDATA[ "]))
@@ -262,6 +263,18 @@ def inline(draw: st.DrawFn, plant: Planter, table: bool = False) -> str:
         else:
             parts.append(f"<!-- {plant()} -->")
     return " ".join(parts)
+
+
+# Comments as cmark scans them: text ending in "-" before "-->" makes none, "--"
+# inside is allowed, and a failed scan turns off later comments in the block.
+_COMMENTS: list[Callable[[Planter], str]] = [
+    lambda plant: f"<!-- {plant()} -->",
+    lambda plant: f"<!-- {plant()} --->",
+    lambda plant: f"<!-- {plant()} -- x -->",
+    lambda plant: f"<!--<!---->{plant()}-->",
+    lambda plant: f"<!--<!---> {plant()}",
+    lambda plant: f"<!---->{plant()} -->",
+]
 
 
 @st.composite
@@ -358,7 +371,8 @@ def html_block(draw: st.DrawFn, plant: Planter) -> str:
         return f"<!DOCTYPE html {plant()}\n{body}" + (f">{after}" if close else "")
     if htype == 6:
         tag = draw(st.sampled_from(["<div>", "</div>", "<table>", "<p class='x'>", "<search>"]))
-        return f"{tag}\n{body}\n{plant()}"
+        comment = draw(st.sampled_from(["", *(f" {c(plant)}" for c in _COMMENTS)]))
+        return f"{tag}\n{body}{comment}\n{plant()}"
     tag = draw(st.sampled_from([f"<span title='{plant()}'>", "</em>", "<x-y/>", "<a\nhref='u'>"]))
     return f"{tag}\n{body}\n`{plant()}`"
 
@@ -430,11 +444,13 @@ def cmark_gfm_old_core(text: str) -> bool:
 
     - A comment: 0.29 refuses one whose text starts with ``>`` or ``->``, holds
       ``--`` or ends with ``-`` (an unclosed ``<!--`` before a later comment's
-      ``<!--`` is such a text); 0.31.2 ends every comment at the first ``-->``.
+      ``<!--`` is such a text); 0.31.2 refuses only a text that ends with ``-``.
     """
     return _OLD_COMMENT.search(text) is not None
 
 
+_CR = re.compile(r"\r\n?")
+_TAG_LINE = re.compile(r"\n {0,3}<")
 _AFTER_DEFINITION = re.compile(r"\]:[^\n]*+(?:\n[^\n]*+)?\n(?: {0,3}> ?)*(?: {4}|\t)")
 
 
@@ -444,6 +460,8 @@ def markdown_it_quirk(text: str) -> bool:
     - A line indented four or more columns right after a link reference definition:
       markdown-it reads it as indented code, cmark as paragraph text (spec example
       193's quirk above).
+    - A tag line after a link reference definition (and its title): markdown-it starts an
+      HTML block there, cmark goes on with the paragraph.
     - A link reference definition in a table document: cmark-gfm does not read the
       lines above a table's header row for definitions, markdown-it does.
     - A link reference definition on a lazy continuation line or one continuing a
@@ -452,9 +470,15 @@ def markdown_it_quirk(text: str) -> bool:
     - A table whose delimiter row failed once in the same paragraph: cmark-gfm tries
       a paragraph for a table only once, markdown-it again at each delimiter row.
     """
+    text = _CR.sub("\n", text)  # markdown-it reads every line ending as "\n"
     if _AFTER_DEFINITION.search(text) is not None or (has_table(text) and "]:" in text):
         return True
     if "]:" in text and any(f"\n{c}" in text for c in "[ -=>"):
+        return True
+    if "]:" in text and _TAG_LINE.search(text) is not None:
+        # markdown-it takes a definition out of its paragraph at once, so a closing
+        # tag on the next line starts an HTML block; for cmark the paragraph is still
+        # open and such a tag (type 7) cannot interrupt it.
         return True
     if text.count("`") >= 3 and cmark_visible(text) != markdown_it_visible(text):
         # cmark remembers where it last saw a backtick run of each length while looking

@@ -120,3 +120,26 @@ class TestLoneCarriageReturns:
         """The "nothing to mask" shortcut sees indentation after a lone "\\r"."""
         assert expected == shown(cmark_visible(text))
         assert expected == cited(text)
+
+
+# Found at stop 31: cmark scans a comment as "<!--", then text in which every "-" is
+# followed by another character than "-" and every "--" by another than ">", then
+# "-->". A text that ends in "-" makes no comment, and once a scan fails no later
+# comment in the block is scanned (which also turns off "<!--->" after it).
+COMMENTS = [
+    ("a <!-- [1] ---> b [2]", [1, 2]),
+    ("# <!-- [1] ---> the [2]", [1, 2]),
+    ("a <!-- [1] -- x --> b [2]", [2]),
+    ("a <!-- x ---> <!-- [1] --> b [2]", [2]),
+    ("a <!--<!---> [1] b [2]", [1, 2]),
+    ("a <!--<!---->[1]--> b [2]", [2]),
+    ("a <!---->[1] --> b [2]", [1, 2]),
+]
+
+
+class TestCommentsAsCmarkScansThem:
+    @pytest.mark.parametrize(("text", "expected"), COMMENTS)
+    def test_inline(self, text, expected):
+        """Where a comment ends, and whether there is one, is cmark's scan."""
+        assert expected == shown(cmark_visible(text))
+        assert expected == cited(text)

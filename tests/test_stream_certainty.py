@@ -26,7 +26,7 @@ from citemark._stream import _continuations as stream_continuations
 
 SOURCES = [Source(text=f"source {i}", doc_id=f"d{i}") for i in range(1, 10)]
 _CLOSERS = [
-    *("", "`", "``", "```", " `", " ``", " ```", ">", '">', "'>", "-->", "?>", "]]>"),
+    *("", "`", "``", "```", " `", " ``", " ```", ">", '">', "'>", "-->", " -->", "?>", "]]>"),
     *('"', "'", ")", "))", '")', "')", ">)", "(u)", "](u)", "]](u)", ": /u", "/u"),
 ]
 # A delimiter row on a new line; where the prefix already ends a line, right after it.
@@ -153,6 +153,8 @@ class TestCertaintyIsExact:
     # Found at stop 31: under a header line ended by CRLF, the delimiter row the stream
     # tried had one cell (the line above was read as the empty one between CR and LF).
     @example(["| `a | [70001] | b` |\r\n", "|---|---|---|\r\n[70002] x"])
+    # A comment whose text ends in "-" ("<!-- x --->") is none for cmark: " -->" ends it.
+    @example(["# <!-- [70001] -", "-> the"])
     # And a header line in a list item after a lazy line: the item's definition is text.
     @example(["- [r1]: /u[70003]\n[70004] [70005]"])
     def test_raises_exactly_when_certain(self, chunks):

@@ -55,7 +55,10 @@ _AUTOLINK = re.compile(
 )
 _TAG = re.compile(f"{OPEN_TAG}|{CLOSE_TAG}")
 _LETTER = re.compile(r"[A-Za-z]")
-_CLOSERS = (("<!--", "-->"), ("<?", "?>"), ("<![CDATA[", "]]>"))
+_CLOSERS = (("<?", "?>"), ("<![CDATA[", "]]>"))
+# A comment as cmark 0.31.2 scans one: a "-" in its text is followed by another
+# character than "-", and "--" by another than ">", so "<!-- a --->" is no comment.
+_COMMENT = re.compile(r"<!--(?:[^-]|-[^-]|--[^>])*+-->")
 
 
 class _RawHtml:
@@ -81,6 +84,8 @@ class _RawHtml:
             return pos + 5
         if text.startswith("<!--->", pos, end):
             return pos + 6
+        if text.startswith("<!--", pos, end):
+            return self._comment(text, pos, end)
         for opener, closer in _CLOSERS:
             if text.startswith(opener, pos, end):
                 if closer in self.missing:
@@ -93,6 +98,19 @@ class _RawHtml:
         if text.startswith("<!", pos, end) and pos + 2 < end and _LETTER.match(text, pos + 2):
             found = text.find(">", pos + 2, end)  # a declaration such as <!DOCTYPE html>
             return found + 1 if found >= 0 else -1
+        return -1
+
+    def _comment(self, text: str, pos: int, end: int) -> int:
+        if "-->" in self.missing:
+            return -1
+        m = _COMMENT.match(text, pos, end)
+        if m is not None:
+            return m.end()
+        # cmark's inline parser scans no later comment in the block once one fails;
+        # in an HTML block's content a later "<!--" may still open one, unless no
+        # "-->" follows at all.
+        if self.inline or text.find("-->", pos + 4, end) < 0:
+            self.missing.add("-->")
         return -1
 
 

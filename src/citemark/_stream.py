@@ -207,9 +207,10 @@ _BACKTICK_RUN = re.compile(r"`++")
 _LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,999}\]", re.DOTALL)
 _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
 # Text that ends what can be open at the end of a text and hold a group: raw HTML
-# (a tag, a quoted attribute, a comment, a processing instruction, CDATA), an
+# (a tag, a quoted attribute, a comment, also after a "-" that "-->" would not end
+# it after, a processing instruction, CDATA), an
 # autolink, a link title or a definition's, and a definition after a label.
-_CLOSERS = (">", '">', "'>", "-->", "?>", "]]>", '"', "'", ": /u", "/u")
+_CLOSERS = (">", '">', "'>", "-->", " -->", "?>", "]]>", '"', "'", ": /u", "/u")
 # What the last line may hold while it is still becoming a delimiter row.
 _PARTIAL_ROW = re.compile(r"[ \t>]*+\|?(?:[ \t]*+:?-*+:?[ \t]*+\|)*+[ \t]*+:?-*+")
 _LINES = re.compile(r"\r\n|\r|\n")
