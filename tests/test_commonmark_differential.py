@@ -436,6 +436,9 @@ def cmark_gfm_quirk(text: str) -> bool:
 
 _UNCLOSED_COMMENT_THEN_BANG = re.compile(r"<!--(?:(?!-->)[\s\S])*?<!")
 _PIPE_ROW = re.compile(r"(?m)^[ >]*\|[ \t]*$")
+_LAZY_TAG = re.compile(
+    r"(?m)^ {0,3}(?:>|[-+*][ \t]|[0-9]{1,9}[.)][ \t]).*(?:\r\n?|\n) {0,3}<[A-Za-z/]"
+)
 _OLD_COMMENT = re.compile(r"<!--(?:>|->|(?:(?!-->)[\s\S])*?--(?!>)|(?:(?!-->)[\s\S])*?--->)")
 
 
@@ -445,8 +448,15 @@ def cmark_gfm_old_core(text: str) -> bool:
     - A comment: 0.29 refuses one whose text starts with ``>`` or ``->``, holds
       ``--`` or ends with ``-`` (an unclosed ``<!--`` before a later comment's
       ``<!--`` is such a text); 0.31.2 refuses only a text that ends with ``-``.
+    - A tag line after a quote or list item line, outside it: 0.29 starts an HTML
+      block there, which 0.31.2 does not (the line is lazy paragraph text).
     """
-    return _OLD_COMMENT.search(text) is not None
+    return _OLD_COMMENT.search(text) is not None or lazy_tag_line(text)
+
+
+def lazy_tag_line(text: str) -> bool:
+    """A tag line right after a quote or list item line (cmark-gfm ends the container)."""
+    return _LAZY_TAG.search(text) is not None
 
 
 _CR = re.compile(r"\r\n?")

@@ -17,16 +17,32 @@ import re
 from itertools import pairwise
 
 from commonmark_oracles import cmark_gfm_visible, cmark_visible, makes_table
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, example, given, reject, settings
 from hypothesis import strategies as st
-from test_commonmark_differential import answers
+from test_commonmark_differential import answers, lazy_tag_line
 
 from citemark import MarkerOutOfRangeError, Source, StreamingResolver
 from citemark._stream import _continuations as stream_continuations
 
 SOURCES = [Source(text=f"source {i}", doc_id=f"d{i}") for i in range(1, 10)]
 _CLOSERS = [
-    *("", "`", "``", "```", " `", " ``", " ```", ">", '">', "'>", "-->", " -->", "?>", "]]>"),
+    *(
+        "",
+        "`",
+        "``",
+        "```",
+        " `",
+        " ``",
+        " ```",
+        ">",
+        '">',
+        "'>",
+        "-->",
+        " -->",
+        "x-->",
+        "?>",
+        "]]>",
+    ),
     *('"', "'", ")", "))", '")', "')", ">)", "(u)", "](u)", "]](u)", ": /u", "/u"),
 ]
 # A delimiter row on a new line; where the prefix already ends a line, right after it.
@@ -89,12 +105,21 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
     return out
 
 
+class Unjudged(Exception):  # noqa: N818 - a signal, not an error
+    """No reference parser can judge a witness of this prefix."""
+
+
 def certain_marker(prefix: str) -> int | None:
     """The planted marker that is certainly the first visible one after ``prefix``, if any."""
     planted = [int(m.group(1)) for m in _PLANTED.finditer(prefix)]
     if not planted:
         return None
-    views = [(_shown(prefix + suffix, table), table) for suffix, table in continuations(prefix)]
+    witnesses = continuations(prefix)
+    if any(table and lazy_tag_line(prefix + suffix) for suffix, table in witnesses):
+        # cmark-gfm's older core ends a quote at a lazy tag line, which 0.31.2 reads
+        # as paragraph text, and cmark has no tables: no oracle judges such a table.
+        raise Unjudged
+    views = [(_shown(prefix + suffix, table), table) for suffix, table in witnesses]
     # cmark-gfm's output is read by Python's HTML parser, which reads raw HTML as a
     # browser does, not by CommonMark's grammar (an unclosed comment runs on into a
     # later block's "-->"). Where cmark-gfm and cmark already differ on a marker of a
@@ -155,13 +180,22 @@ class TestCertaintyIsExact:
     @example(["| `a | [70001] | b` |\r\n", "|---|---|---|\r\n[70002] x"])
     # A comment whose text ends in "-" ("<!-- x --->") is none for cmark: " -->" ends it.
     @example(["# <!-- [70001] -", "-> the"])
+    # A closer on the line after a bare list marker; a header row a lazy line's
+    # indentation gives one more cell.
+    @example(["x<? [70001] ?> x<? [70003]\n* ", "    code [70004]\n      more"])
+    @example(
+        ["- | the |\n |---|\n | x<? [70001] the |\n | the |\n |---|\n | x<? [70002] ?> [70004] |"]
+    )
     # And a header line in a list item after a lazy line: the item's definition is text.
     @example(["- [r1]: /u[70003]\n[70004] [70005]"])
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None
         for index in range(len(chunks)):
-            marker = certain_marker("".join(chunks[: index + 1]))
+            try:
+                marker = certain_marker("".join(chunks[: index + 1]))
+            except Unjudged:
+                reject()
             if marker is not None:
                 expected_at, expected_marker = index, marker
                 break

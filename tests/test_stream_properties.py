@@ -132,6 +132,8 @@ class TestStreamingEqualsResolve:
     # Found at stop 31: under a header line ended by CRLF, the delimiter row the stream
     # tried had one cell, so [4] in a code span that the cells split was dropped as hidden.
     @example(_one_at_a_time("| `a | [4] | b` |\r\n|---|---|---|\r\n[5] x"), [])
+    # A comment whose text ends in "-" is closed by a character and "-->", not "-->".
+    @example(_one_at_a_time("</pre> x [1]\n`[2]` <!-- [3]\n[4]\n- the"), ["`", "-->"])
     # And a header line in a list item after a lazy line, begun with one blank.
     @example(_one_at_a_time("- [r1]: /u[4]\n[5] [6]\n  | x |\n  |---|"), [])
     @example(("Use `a [9] b\n\nThen `", list("Use `a [9] b\n\nThen `")), [])

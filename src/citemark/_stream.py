@@ -210,7 +210,7 @@ _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
 # (a tag, a quoted attribute, a comment, also after a "-" that "-->" would not end
 # it after, a processing instruction, CDATA), an
 # autolink, a link title or a definition's, and a definition after a label.
-_CLOSERS = (">", '">', "'>", "-->", " -->", "?>", "]]>", '"', "'", ": /u", "/u")
+_CLOSERS = (">", '">', "'>", "-->", "x-->", "?>", "]]>", '"', "'", ": /u", "/u")
 # What the last line may hold while it is still becoming a delimiter row.
 _PARTIAL_ROW = re.compile(r"[ \t>]*+\|?(?:[ \t]*+:?-*+:?[ \t]*+\|)*+[ \t]*+:?-*+")
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -241,8 +241,10 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     region = text[floor:]
     out: list[tuple[str, frozenset[str]]] = [(closer, frozenset()) for closer in _CLOSERS]
     begin, lead = _new_line(text)
-    if not begin.startswith("\n") and lead:
-        # On a new line inside a quote or list item, a closer only counts on a line
+    if begin:
+        # On a new line: after a list marker with nothing behind it yet, a closer on
+        # the marker's line makes an item that ends the paragraph, one on the next
+        # line does not. Inside a quote or list item, a closer only counts on a line
         # that continues it (an HTML block takes no lazy continuation line).
         out.extend((begin + closer, frozenset()) for closer in _CLOSERS)
     runs = {len(m.group()) for m in _BACKTICK_RUN.finditer(region)}
@@ -256,21 +258,23 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     out.extend(("]" * d + "(u)", frozenset()) for d in range(depth + 1))
     # A closer and then a delimiter row: the line, its spans closed, becomes a header.
     out.extend([(suffix + _delimiter_row(text + suffix), defined) for suffix, defined in out])
-    out.append((_delimiter_row(text), frozenset()))
+    # The lead's blanks may be a paragraph's indentation, not a list item's, and a
+    # lazy line has neither quote markers nor the item's indentation: what follows
+    # is also tried behind each line's whole lead, its quote markers only, and none.
+    lines = _LINES.split(region)
+    quotes = {line[: len(line) - len(line.lstrip(" \t>"))].rstrip(" \t") for line in lines}
+    whole = {_last_line_lead(line)[0] for line in lines}
+    leads = sorted(({q + " " if q else "" for q in quotes} | whole) - {lead})
+    # A lazy line keeps its indentation, which cmark-gfm may read as one more cell.
+    for row_lead in (None, *leads):
+        out.extend((_delimiter_row(text, more, row_lead), frozenset()) for more in (0, 1))
     rows = _partial_rows(text)
     out.extend((row, frozenset()) for row in rows)
     if not begin.startswith("\n") and begin:  # the row's line still lacks part of its lead
         out.extend((begin + row, frozenset()) for row in rows)
     # cmark-gfm reads no definition above a table's header: a header line and its
-    # delimiter row after the text make the paragraph's definitions plain text. The
-    # lead's blanks may be a paragraph's indentation, not a list item's, and a lazy
-    # line has neither quote markers nor the item's indentation: also with each line's
-    # whole lead, its quote markers only, and none.
+    # delimiter row after the text make the paragraph's definitions plain text.
     out.append((f"{begin}| x |\n{lead}|---|", frozenset()))
-    lines = _LINES.split(region)
-    quotes = {line[: len(line) - len(line.lstrip(" \t>"))].rstrip(" \t") for line in lines}
-    whole = {_last_line_lead(line)[0] for line in lines}
-    leads = sorted(({q + " " if q else "" for q in quotes} | whole) - {lead})
     out.extend((f"\n{q}| x |\n{q}|---|", frozenset()) for q in leads)
     tail = text[_line_start(text, len(text)) :]
     if _LINE_PREFIX.fullmatch(tail):
@@ -371,10 +375,15 @@ def _partial_rows(text: str) -> list[str]:
     ]
 
 
-def _delimiter_row(text: str) -> str:
-    """A delimiter row that makes the last line of ``text`` a table's header."""
-    lead, at = _last_line_lead(text)
+def _delimiter_row(text: str, more: int = 0, lead: str | None = None) -> str:
+    """A delimiter row that makes the last line of ``text`` a table's header.
+
+    ``more`` is how many cells to write beyond those the line shows; ``lead`` is
+    written before the row instead of the last line's own.
+    """
+    own, at = _last_line_lead(text)
+    lead = own if lead is None else lead
     end = len(text.rstrip("\r\n"))
-    cells = row_cells(text, at, max(end, at))
+    cells = row_cells(text, at, max(end, at)) + more
     newline = "" if text.endswith(("\n", "\r")) else "\n"
     return newline + lead + "|".join(["-"] * cells)
