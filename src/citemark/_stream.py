@@ -386,4 +386,5 @@ def _delimiter_row(text: str, more: int = 0, lead: str | None = None) -> str:
     end = len(text.rstrip("\r\n"))
     cells = row_cells(text, at, max(end, at)) + more
     newline = "" if text.endswith(("\n", "\r")) else "\n"
-    return newline + lead + "|".join(["-"] * cells)
+    # One cell needs a pipe: "-" alone under a line is a setext underline.
+    return newline + lead + ("|".join(["-"] * cells) if cells > 1 else "|-")
