@@ -180,9 +180,11 @@ class TestCertaintyIsExact:
     @example(["| `a | [70001] | b` |\r\n", "|---|---|---|\r\n[70002] x"])
     # A comment whose text ends in "-" ("<!-- x --->") is none for cmark: " -->" ends it.
     @example(["# <!-- [70001] -", "-> the"])
-    # A one-cell delimiter row (it needs a pipe); a closer on the line after a bare
+    # A one-cell delimiter row (it needs a pipe); CR LF read as one line end when
+    # looking for the paragraph's start; a closer on the line after a bare
     # list marker; a header row a lazy line's indentation gives one more cell.
     @example([">", ' [r1]: /u[70003] "t [70001]"\n\n``[70004]\n`` ', "[70005]\n", "\nthe"])
+    @example(["    code [70001]", "\r\n    more\r\n> <span\r\ntitle='[70002]'> the [70004] the"])
     @example(["x<? [70001] ?> x<? [70003]\n* ", "    code [70004]\n      more"])
     @example(
         ["- | the |\n |---|\n | x<? [70001] the |\n | the |\n |---|\n | x<? [70002] ?> [70004] |"]

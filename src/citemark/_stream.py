@@ -201,7 +201,8 @@ def _masked_at(
 
 
 # A line end, then only blanks, then a line end: no paragraph crosses it.
-_BLANK_LINE = re.compile(r"(?:\r\n|\r|\n)[ \t]*+(?:\r\n|\r|\n)")
+# Atomic: a CR LF is one line end, never a CR and then an empty line.
+_BLANK_LINE = re.compile(r"(?>\r\n|\r|\n)[ \t]*+(?:\r\n|\r|\n)")
 _BACKTICK_RUN = re.compile(r"`++")
 # A bracket pair that can be a link label, and a line's container prefix.
 _LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,999}\]", re.DOTALL)
