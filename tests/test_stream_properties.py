@@ -134,6 +134,13 @@ class TestStreamingEqualsResolve:
     @example(_one_at_a_time("| `a | [4] | b` |\r\n|---|---|---|\r\n[5] x"), [])
     # A comment whose text ends in "-" is closed by a character and "-->", not "-->".
     @example(_one_at_a_time("</pre> x [1]\n`[2]` <!-- [3]\n[4]\n- the"), ["`", "-->"])
+    # A closing run at a line's start opens a fence; after a letter it ends the span.
+    @example(
+        _one_at_a_time(
+            "the the the <span title='[1]'>\n2) ```\n    x = a[3]\n    x = a[4]\n    ```"
+        ),
+        [],
+    )
     # And a header line in a list item after a lazy line, begun with one blank.
     @example(_one_at_a_time("- [r1]: /u[4]\n[5] [6]\n  | x |\n  |---|"), [])
     @example(("Use `a [9] b\n\nThen `", list("Use `a [9] b\n\nThen `")), [])

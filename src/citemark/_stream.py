@@ -208,10 +208,10 @@ _BACKTICK_RUN = re.compile(r"`++")
 _LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,999}\]", re.DOTALL)
 _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
 # Text that ends what can be open at the end of a text and hold a group: raw HTML
-# (a tag, a quoted attribute, a comment, also after a "-" that "-->" would not end
-# it after, a processing instruction, CDATA), an
-# autolink, a link title or a definition's, and a definition after a label.
-_CLOSERS = (">", '">', "'>", "-->", "x-->", "?>", "]]>", '"', "'", ": /u", "/u")
+# (a tag, also after a letter where ">" would start a quote; a quoted attribute; a
+# comment, also after a letter where its text ends in "-"; a processing instruction;
+# CDATA), an autolink, a link title or a definition's, and a definition after a label.
+_CLOSERS = (">", "x>", '">', "'>", "-->", "x-->", "?>", "]]>", '"', "'", ": /u", "/u")
 # What the last line may hold while it is still becoming a delimiter row.
 _PARTIAL_ROW = re.compile(r"[ \t>]*+\|?(?:[ \t]*+:?-*+:?[ \t]*+\|)*+[ \t]*+:?-*+")
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -250,8 +250,9 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
         out.extend((begin + closer, frozenset()) for closer in _CLOSERS)
     runs = {len(m.group()) for m in _BACKTICK_RUN.finditer(region)}
     for size in sorted(runs):
-        if size <= _MAX_BACKTICKS:  # right after the text (a run it ends grows), and apart
-            out.extend((gap + "`" * size, frozenset()) for gap in ("", " "))
+        if size <= _MAX_BACKTICKS:  # right after the text (a run it ends grows), apart,
+            # and after a letter: at a line's start a run would open a fence instead.
+            out.extend((gap + "`" * size, frozenset()) for gap in ("", " ", "x"))
     depth = min(max(region.count("(") - region.count(")"), 0) + 1, _MAX_DEPTH)
     for quote in ("", '"', "'", ">"):
         out.extend((quote + ")" * d, frozenset()) for d in range(1, depth + 1))
