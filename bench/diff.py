@@ -8,7 +8,8 @@ with a fresh line and id, to each size: real records, byte for byte, as a check 
 that many rows writes them (with the ``digests`` key a row record carries). For each
 size the real ``citemark diff OLD NEW --json --html PAGE`` runs in its own
 subprocess, and the bench prints its wall time, rows per second (per side) and peak
-resident set size (``ru_maxrss`` of the waited child, from ``os.wait4``).
+resident set size (the child's own ``VmHWM``, which it reports as it exits; the
+``ru_maxrss`` of ``os.wait4`` would include this process's peak, kept across exec).
 
 The runs are checked by this tree, or with ``--baseline`` by the baseline (whose
 ``citemark diff`` may not read a newer report; this tree's reads either).
@@ -120,15 +121,30 @@ def repeated(template: Path, out: Path, rows: int) -> Path:
     return out
 
 
+# The child reports its own peak, VmHWM, as it exits: the ru_maxrss os.wait4 gives
+# includes this process's peak, which Linux carries across exec (reading one diff's
+# JSON here would then show as the next diff's peak).
+_REPORTING = """
+import atexit, os, runpy, sys
+def _peak():
+    with open("/proc/self/status") as status:
+        kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    sys.stderr.write(f"bench-peak-kib: {kib}\\n")
+atexit.register(_peak)
+sys.argv = ["citemark", *sys.argv[1:]]
+runpy.run_module("citemark", run_name="__main__", alter_sys=True)
+"""
+
+
 def measure(old: Path, new: Path, page: Path, source: Path | None) -> tuple[float, int, dict]:
     """Run ``citemark diff`` once; return wall seconds, peak RSS in bytes and the totals."""
     env = _env(source)
-    command = [sys.executable, "-m", "citemark", "diff", str(old), str(new), "--json",
+    command = [sys.executable, "-c", _REPORTING, "diff", str(old), str(new), "--json",
                "--html", str(page), "--allow-different-inputs"]  # fmt: skip
     started = time.perf_counter()
     with tempfile.TemporaryFile() as stdout:
         child = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(child.pid, 0)
+        _, status, _ = os.wait4(child.pid, 0)
         elapsed = time.perf_counter() - started
         code = os.waitstatus_to_exitcode(status)
         stderr = child.stderr.read() if child.stderr else b""
@@ -138,8 +154,10 @@ def measure(old: Path, new: Path, page: Path, source: Path | None) -> tuple[floa
             raise SystemExit(msg)
         stdout.seek(0)
         totals = {k: v for k, v in json.load(stdout)["diff"].items() if k != "changes"}
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux
-    return elapsed, usage.ru_maxrss * scale, totals
+    reported = [line for line in stderr.splitlines() if line.startswith(b"bench-peak-kib: ")]
+    if not reported:
+        raise SystemExit("citemark diff did not report its peak (it needs /proc)")
+    return elapsed, int(reported[-1].split()[1]) * 1024, totals
 
 
 def main() -> int:
