@@ -228,10 +228,12 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     line before it: a closing run of each length (a code span), ``)`` as deep as the
     open parentheses, after an optional quote or ``>`` (a destination or title),
     ``(u)`` after as many ``]`` as there are open brackets (an image around it), a
-    delimiter row under the last line (a table header, cut into cells) or under a new
-    header line (which turns the definitions above it into text), raw HTML and
-    title closers (after a line break, also behind the last line's quote markers and
-    list indentation), and a definition of each label (alone, and all at once) for
+    delimiter row under the last line (a table header, cut into cells; behind each
+    line's lead, and with one cell more) or under a new header line (which turns the
+    definitions above it into text), raw HTML and title closers (also on a new line
+    behind the last line's quote markers and list indentation, and after a letter
+    where at a line's start they would open a block), and a definition of each label
+    (alone, and all at once) for
     reference links. Each closer is also tried with a delimiter row after it (a span
     closed, and then its line a header). Each is a witness: a group that one of them
     shows and another hides is not settled.
