@@ -437,7 +437,11 @@ def cmark_gfm_quirk(text: str) -> bool:
 _UNCLOSED_COMMENT_THEN_BANG = re.compile(r"<!--(?:(?!-->)[\s\S])*?<!")
 _PIPE_ROW = re.compile(r"(?m)^[ >]*\|[ \t]*$")
 _LAZY_TAG = re.compile(
-    r"(?m)^ {0,3}(?:>|[-+*][ \t]|[0-9]{1,9}[.)][ \t]).*(?:\r\n?|\n) {0,3}<[A-Za-z/]"
+    r"(?:^|[\r\n]) {0,3}(?:>|[-+*][ \t]|[0-9]{1,9}[.)][ \t])[^\r\n]*(?:\r\n?|\n) {0,3}<[A-Za-z/]"
+)
+_SEARCH_TAG = re.compile(
+    r"(?:^|[\r\n])[ \t>]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*</?search(?:[ \t/>\r\n]|$)",
+    re.IGNORECASE,
 )
 _OLD_COMMENT = re.compile(r"<!--(?:>|->|(?:(?!-->)[\s\S])*?--(?!>)|(?:(?!-->)[\s\S])*?--->)")
 
@@ -448,15 +452,20 @@ def cmark_gfm_old_core(text: str) -> bool:
     - A comment: 0.29 refuses one whose text starts with ``>`` or ``->``, holds
       ``--`` or ends with ``-`` (an unclosed ``<!--`` before a later comment's
       ``<!--`` is such a text); 0.31.2 refuses only a text that ends with ``-``.
+    - Blocks, see `old_core_blocks`.
+    """
+    return _OLD_COMMENT.search(text) is not None or old_core_blocks(text)
+
+
+def old_core_blocks(text: str) -> bool:
+    """Where cmark-gfm's older core divides ``text`` into blocks unlike 0.31.2.
+
     - A tag line after a quote or list item line, outside it: 0.29 starts an HTML
       block there, which 0.31.2 does not (the line is lazy paragraph text).
+    - A line starting with ``<search``: a type 6 HTML block in 0.31.2, which can
+      interrupt a paragraph; 0.29 does not know the tag (type 7, which cannot).
     """
-    return _OLD_COMMENT.search(text) is not None or lazy_tag_line(text)
-
-
-def lazy_tag_line(text: str) -> bool:
-    """A tag line right after a quote or list item line (cmark-gfm ends the container)."""
-    return _LAZY_TAG.search(text) is not None
+    return _LAZY_TAG.search(text) is not None or _SEARCH_TAG.search(text) is not None
 
 
 _CR = re.compile(r"\r\n?")
