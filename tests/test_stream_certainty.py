@@ -57,6 +57,7 @@ _TABLE_ROWS += [
 ]
 _BEFORE_DEFINITIONS = ["", "\n```", "\n````", "\n~~~", "\n-->", "\n?>", "\n]]>", "\n>", "\n</pre>"]
 _LABEL = re.compile(r"\[((?:[^\\\[\]]|\\.){1,999})\]")
+_BLANK = re.compile(r"(?>\r\n|\r|\n)[ \t>]*+(?:\r\n|\r|\n)")
 _PLANTED = re.compile(r"\[(7[0-9]{4})\]")
 
 
@@ -120,17 +121,29 @@ def certain_marker(prefix: str) -> int | None:
         # lazy tag line ends a quote, <search> is no block start), and cmark has no
         # tables: no oracle judges a table witness there.
         raise Unjudged
-    views = [(_shown(prefix + suffix, table), table) for suffix, table in witnesses]
+    views = [
+        (_shown(prefix + suffix, table), cmark_visible(prefix + suffix) if table else "", table)
+        for suffix, table in witnesses
+    ]
     # cmark-gfm's output is read by Python's HTML parser, which reads raw HTML as a
     # browser does, not by CommonMark's grammar (an unclosed comment runs on into a
     # later block's "-->"). Where cmark-gfm and cmark already differ on a marker of a
     # prefix that holds no table, the difference is that parser's: cmark alone judges.
+    # A table after the text cannot reach back past a blank line: in a prefix that
+    # holds no table, cmark judges the markers before its last blank line too (the
+    # parser can run an unclosed CDATA section on into a "]]>" in the table).
     tabled = makes_table(prefix)
     gfm, plain = cmark_gfm_visible(prefix), cmark_visible(prefix)
+    floor = max((m.end() for m in _BLANK.finditer(prefix)), default=0)
     for number in planted:
         mark = f"[{number}]"
         trusted = tabled or (mark in gfm) == (mark in plain)
-        states = {mark in view for view, table in views if trusted or not table}
+        earlier = not tabled and prefix.index(mark) < floor
+        states = {
+            mark in (own if earlier else view) if table else mark in view
+            for view, own, table in views
+            if trusted or not table
+        }
         if states == {True}:
             return number
         if states != {False}:
@@ -185,6 +198,10 @@ class TestCertaintyIsExact:
     # looking for the paragraph's start; a closer on the line after a bare
     # list marker; a header row a lazy line's indentation gives one more cell.
     @example([">", ' [r1]: /u[70003] "t [70001]"\n\n``[70004]\n`` ', "[70005]\n", "\nthe"])
+    # An unclosed CDATA section in an HTML block, then a table witness: cmark judges.
+    @example(
+        ["- - 1. <![CDATA[ [70006]\n\n      [70003] `c [70004]` <b title=", "'[70005]'>\n      x"]
+    )
     @example(["    code [70001]", "\r\n    more\r\n> <span\r\ntitle='[70002]'> the [70004] the"])
     @example(["x<? [70001] ?> x<? [70003]\n* ", "    code [70004]\n      more"])
     @example(
