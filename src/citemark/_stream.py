@@ -243,7 +243,9 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
         floor = m.end()
     region = text[floor:]
     out: list[tuple[str, frozenset[str]]] = [(closer, frozenset()) for closer in _CLOSERS]
-    begin, lead = _new_line(text)
+    cut = _line_start(text, len(text))  # where the last line starts
+    tail = text[cut:]
+    begin, lead = _new_line(text, cut)
     if begin:
         # On a new line: after a list marker with nothing behind it yet, a closer on
         # the marker's line makes an item that ends the paragraph, one on the next
@@ -272,7 +274,7 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     # A lazy line keeps its indentation, which cmark-gfm may read as one more cell.
     for row_lead in (None, *leads):
         out.extend((_delimiter_row(text, more, row_lead), frozenset()) for more in (0, 1))
-    rows = _partial_rows(text)
+    rows = _partial_rows(text, cut)
     out.extend((row, frozenset()) for row in rows)
     if not begin.startswith("\n") and begin:  # the row's line still lacks part of its lead
         out.extend((begin + row, frozenset()) for row in rows)
@@ -280,7 +282,6 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     # delimiter row after the text make the paragraph's definitions plain text.
     out.append((f"{begin}| x |\n{lead}|---|", frozenset()))
     out.extend((f"\n{q}| x |\n{q}|---|", frozenset()) for q in leads)
-    tail = text[_line_start(text, len(text)) :]
     if _LINE_PREFIX.fullmatch(tail):
         # The last line has its containers only, or the start of a lead: the header
         # line may go on from there, as it is or with the rest of the lead.
@@ -322,16 +323,15 @@ def _last_line_lead(text: str) -> tuple[str, int]:
     return lead, at
 
 
-def _new_line(text: str) -> tuple[str, str]:
+def _new_line(text: str, cut: int) -> tuple[str, str]:
     """How a continuation starts a line in the last line's containers, and their lead.
 
-    Returns what to append to begin such a line and the whole lead a further line
-    needs. When ``text`` already ends on a new line (nothing but blanks, or the start
-    of the lead, after its last break), no break is appended, only what the lead still
-    lacks; the lead is that of the last line with content: a list item goes on past a
-    blank line.
+    ``cut`` is where the last line starts. Returns what to append to begin such a
+    line and the whole lead a further line needs. When ``text`` already ends on a new
+    line (nothing but blanks, or the start of the lead, after its last break), no
+    break is appended, only what the lead still lacks; the lead is that of the last
+    line with content: a list item goes on past a blank line.
     """
-    cut = _line_start(text, len(text))
     tail = text[cut:]
     if cut and _LINE_PREFIX.fullmatch(tail):
         lead = _last_line_lead(_through_last_content(text[:cut]))[0]
@@ -359,15 +359,14 @@ def _through_last_content(text: str) -> str:
     return "\n"
 
 
-def _partial_rows(text: str) -> list[str]:
+def _partial_rows(text: str, cut: int) -> list[str]:
     """What completes a delimiter row begun on the last line, under the line above it.
 
-    ``|`` or ``|--`` under a header line may still become its delimiter row, with as
-    many cells as the header has (or one more or fewer, which cmark-gfm refuses).
+    ``cut`` is where the last line starts. ``|`` or ``|--`` under a header line may
+    still become its delimiter row, with as many cells as the header has (or one more
+    or fewer, which cmark-gfm refuses).
     """
-    cut = _line_start(text, len(text))
-    tail = text[cut:]
-    if not cut or not _PARTIAL_ROW.fullmatch(tail):
+    if not cut or not _PARTIAL_ROW.fullmatch(text, cut):
         return []
     header = text[:cut]
     start = _line_start(header, _line_end_before(header, cut))
