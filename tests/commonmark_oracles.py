@@ -175,9 +175,9 @@ class _Visible(HTMLParser):
         self.out.append(SEP if self.code else data)
 
 
-def _gfm_html(text: str) -> str:
+def _gfm_html(text: str, unsafe: bool = True) -> str:
     return cmarkgfm.markdown_to_html_with_extensions(
-        text, options=Options.CMARK_OPT_UNSAFE, extensions=["table"]
+        text, options=Options.CMARK_OPT_UNSAFE if unsafe else 0, extensions=["table"]
     )
 
 
@@ -195,4 +195,19 @@ def cmark_gfm_visible(text: str) -> str:
     # it is character data all the same, as in an HTML block that runs to the end.
     if parser.cdata_elem is not None:
         parser.out.append(parser.rawdata)
+    return "".join(parser.out)
+
+
+def cmark_gfm_markup_free(text: str) -> str:
+    """cmark-gfm's visible text with each raw HTML node, inline or block, as one NUL.
+
+    cmark-gfm's safe mode writes a fixed comment in place of raw HTML, so this view
+    does not depend on how Python's HTML parser reads raw HTML: a group it shows is
+    outside raw HTML by cmark-gfm's own grammar. It hides what an HTML block holds.
+    Safe mode also drops unsafe URLs (``javascript:`` and the like), so an autolink
+    to one shows; the generated answers hold none.
+    """
+    parser = _Visible()
+    parser.feed(_gfm_html(text, unsafe=False).replace("<!-- raw HTML omitted -->", "<hr>"))
+    parser.close()
     return "".join(parser.out)
