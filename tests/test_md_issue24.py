@@ -143,3 +143,40 @@ class TestCommentsAsCmarkScansThem:
         """Where a comment ends, and whether there is one, is cmark's scan."""
         assert expected == shown(cmark_visible(text))
         assert expected == cited(text)
+
+
+# cmark reads a processing instruction in pieces: a "?" takes the character after it
+# unless that is ">", so the instruction ends at the first ">" after an odd run of
+# "?". A CDATA section: "]" takes a character other than "]", "]]" one other than
+# ">", so it ends at "]]>" after a run of "]" whose length is 2 more than a multiple
+# of 3. Once a scan runs to the end of the block, no later one is scanned there.
+PIECEWISE = [
+    ("a <? [1] ??> b [2]", [1, 2]),
+    ("a <? [1] ???> b [2]", [2]),
+    ("a <? [1] ????> b [2]", [1, 2]),
+    ("a <? [1] > ?> b [2]", [2]),
+    ("a <? ??> <?[1]?> [2]", [2]),
+    ("a <![CDATA[ [1]]]> b [2]", [1, 2]),
+    ("a <![CDATA[ [1] ]]]]> b [2]", [1, 2]),
+    ("a <![CDATA[ [1] ]]]]]> b [2]", [2]),
+    ("a <![CDATA[ [1] ]]x]]]> b [2]", [1, 2]),
+    ("a <![CDATA[ [1]]]> <![CDATA[ [2] ]]> [3]", [3]),
+    ("a <![CDATA[ ]]]> b <![CDATA[ [1] ]]> [2]", [2]),
+    ("| a <? [1] ??> | b |\n|---|---|\n| <![CDATA[ [2]]]> | [3] |", [1, 2, 3]),
+    ("<div>\n<? [1] ??> <![CDATA[ [2]]]> [3]\n", [1, 2, 3]),
+    ("<div>\n<? [1] ???> <![CDATA[ [2] ]]]]]> [3]\n", [3]),
+]
+
+
+class TestInstructionsAndCdataAsCmarkScansThem:
+    @pytest.mark.parametrize(("text", "expected"), PIECEWISE)
+    def test_scan(self, text, expected):
+        """Where an instruction or a CDATA section ends, and whether there is one."""
+        if "|---|" not in text:
+            assert expected == shown(cmark_visible(text))
+        assert expected == cited(text)
+
+    def test_a_declaration_that_never_closes_masks_nothing(self):
+        """A failed declaration scan is remembered for its block, and hides no text."""
+        text = "a <!A [1] <!B [2]"
+        assert [1, 2] == shown(cmark_visible(text)) == cited(text)

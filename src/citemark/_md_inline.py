@@ -55,14 +55,21 @@ _AUTOLINK = re.compile(
 )
 _TAG = re.compile(f"{OPEN_TAG}|{CLOSE_TAG}")
 _LETTER = re.compile(r"[A-Za-z]")
-_CLOSERS = (("<?", "?>"), ("<![CDATA[", "]]>"))
 # A comment as cmark 0.31.2 scans one: a "-" in its text is followed by another
 # character than "-", and "--" by another than ">", so "<!-- a --->" is no comment.
 _COMMENT = re.compile(r"<!--(?:[^-]|-[^-]|--[^>])*+-->")
+# Processing instructions and CDATA sections as cmark 0.31.2 scans them, in pieces:
+# a "?" takes the character after it unless that is ">", and so does a "]]"; a "]"
+# takes one that is not "]". So "<? a ??>" is no instruction (it would need an odd
+# run of "?" before ">") and "<![CDATA[ a]]]>" no section (it needs a run of "]"
+# whose length leaves 2 over when divided by 3).
+_PI = re.compile(r"<\?(?:[^?>]++|\?[^>]|>)*+\?>")
+_CDATA = re.compile(r"<!\[CDATA\[(?:[^\]]++|\][^\]]|\]\][^>])*+\]\]>")
+_CLOSED = (("<?", _PI), ("<![CDATA[", _CDATA))
 
 
 class _RawHtml:
-    """Finds raw HTML at a ``<``; remembers closers that are missing.
+    """Finds raw HTML at a ``<``; remembers constructs that cannot close.
 
     ``inline`` is cmark's inline parser, where a comment found unclosed also turns
     off CDATA sections and declarations for the rest of the block: they all start
@@ -70,7 +77,7 @@ class _RawHtml:
     """
 
     def __init__(self, *, inline: bool = False) -> None:
-        self.missing: set[str] = set()
+        self.missing: set[str] = set()  # the openers (or "-->", ">") found unclosed
         self.inline = inline
 
     def match(self, text: str, pos: int, end: int) -> int:
@@ -86,19 +93,31 @@ class _RawHtml:
             return pos + 6
         if text.startswith("<!--", pos, end):
             return self._comment(text, pos, end)
-        for opener, closer in _CLOSERS:
+        for opener, pattern in _CLOSED:
             if text.startswith(opener, pos, end):
-                if closer in self.missing:
-                    return -1
-                found = text.find(closer, pos + len(opener), end)
-                if found < 0:
-                    self.missing.add(closer)
-                    return -1
-                return found + len(closer)
+                return self._closed(opener, pattern, text, pos, end)
         if text.startswith("<!", pos, end) and pos + 2 < end and _LETTER.match(text, pos + 2):
+            if ">" in self.missing:
+                return -1
             found = text.find(">", pos + 2, end)  # a declaration such as <!DOCTYPE html>
-            return found + 1 if found >= 0 else -1
+            if found < 0:
+                self.missing.add(">")
+                return -1
+            return found + 1
         return -1
+
+    def _closed(self, opener: str, pattern: re.Pattern[str], text: str, pos: int, end: int) -> int:
+        if opener in self.missing:
+            # Read in pieces, a scan that failed once fails from every later start
+            # too, as cmark's inline parser assumes. (In an HTML block's content a
+            # later "<?" with only a run of "?" before ">", such as "<??>", would
+            # close, but it holds no text to show or hide.)
+            return -1
+        m = pattern.match(text, pos, end)
+        if m is None:
+            self.missing.add(opener)
+            return -1
+        return m.end()
 
     def _comment(self, text: str, pos: int, end: int) -> int:
         if "-->" in self.missing:
