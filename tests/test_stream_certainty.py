@@ -47,6 +47,7 @@ _CLOSERS = [
         "x-->",
         "?>",
         "]]>",
+        "x]]>",
     ),
     *('"', "'", ")", "))", '")', "')", ">)", "(u)", "](u)", "]](u)", ": /u", "/u"),
 ]
@@ -228,6 +229,10 @@ class TestCertaintyIsExact:
     # prefix's witnesses were all marked as table ones, and [70007], which Python's
     # parser shows (it ends "<?" at "]]>"), was judged by none, so never settled.
     @example(["1. x<? <![CDATA[ ]]> [70007] ?> <!-- [70010]\n |---|\n", "\nx"])
+    # A CDATA section whose text ends in "]" is not closed by "]]>" ("]]]>" ends
+    # none), and a heading ends at its line: only a closer after a letter shows
+    # that [70001] may still be hidden (stray "]" keep "]](u)" from making an image).
+    @example(["# <![CDATA[ ] ] [70001]", " b ]]> [70002]"])
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None

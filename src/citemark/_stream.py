@@ -209,9 +209,10 @@ _LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,999}\]", re.DOTALL)
 _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
 # Text that ends what can be open at the end of a text and hold a group: raw HTML
 # (a tag, also after a letter where ">" would start a quote; a quoted attribute; a
-# comment, also after a letter where its text ends in "-"; a processing instruction;
-# CDATA), an autolink, a link title or a definition's, and a definition after a label.
-_CLOSERS = (">", "x>", '">', "'>", "-->", "x-->", "?>", "]]>", '"', "'", ": /u", "/u")
+# comment, also after a letter where its text ends in "-"; a processing instruction,
+# after an odd or an even run of "?"; CDATA, also after a letter where its text ends
+# in "]"), an autolink, a link title or a definition's, and a definition after a label.
+_CLOSERS = (">", "x>", '">', "'>", "-->", "x-->", "?>", "]]>", "x]]>", '"', "'", ": /u", "/u")
 # What the last line may hold while it is still becoming a delimiter row.
 _PARTIAL_ROW = re.compile(r"[ \t>]*+\|?(?:[ \t]*+:?-*+:?[ \t]*+\|)*+[ \t]*+:?-*+")
 _LINES = re.compile(r"\r\n|\r|\n")
