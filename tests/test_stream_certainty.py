@@ -233,6 +233,10 @@ class TestCertaintyIsExact:
     # none), and a heading ends at its line: only a closer after a letter shows
     # that [70001] may still be hidden (stray "]" keep "]](u)" from making an image).
     @example(["# <![CDATA[ ] ] [70001]", " b ]]> [70002]"])
+    # Hunt seeds 802 and 805: "]]]>" ends no CDATA section for cmark; "<![" with no
+    # name, which Python's HTML parser failed an assertion on.
+    @example(["# <![CDATA[ [70001] ] the the ] [70002]"])
+    @example(["<div>\n[70002]\n</div>\n<![", "CDATA[ [70009]\n\n[70006] x"])
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None
