@@ -348,6 +348,10 @@ PROBES = {
     '[x](a \\" titles': '[x](a "' * (1 << 17),
     "list items with fences": "- ```\n" * (1 << 17),
     "block quotes": "> `a\n" * (1 << 17),
+    # Raw HTML that never closes, scanned from every start (an HTML block and a
+    # paragraph): cmark's piecewise reading must not be redone for each.
+    "unclosed comments in an HTML block": "<div>\n" + "<!-- ---> " * (1 << 17),
+    "unclosed instructions and CDATA": "x " + "<? ??> <![CDATA[ ]]]> " * (1 << 15),
 }
 
 

@@ -125,11 +125,11 @@ class _RawHtml:
         m = _COMMENT.match(text, pos, end)
         if m is not None:
             return m.end()
-        # cmark's inline parser scans no later comment in the block once one fails;
-        # in an HTML block's content a later "<!--" may still open one, unless no
-        # "-->" follows at all.
-        if self.inline or text.find("-->", pos + 4, end) < 0:
-            self.missing.add("-->")
+        # cmark's inline parser scans no later comment in the block once one fails.
+        # In an HTML block's content the same holds for every comment with text: a
+        # scan from a later "<!--" reads the pieces the failed one read, apart from a
+        # run of "-" right after it ("<!---->" closes), which holds nothing to show.
+        self.missing.add("-->")
         return -1
 
 
