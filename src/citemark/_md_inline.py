@@ -13,9 +13,8 @@ The scanner also holds the pieces the block scanner shares: the raw-HTML grammar
 reference definitions.
 
 Every routine here is linear in its input: backtick runs are indexed by length,
-raw-HTML closers found missing once are missing for every later start in the same
-block, and link
-tails are single possessive regular-expression matches.
+raw HTML that fails to close once is not scanned again from a later start in the
+same block, and link tails are single possessive regular-expression matches.
 """
 
 from __future__ import annotations
@@ -77,7 +76,7 @@ class _RawHtml:
     """
 
     def __init__(self, *, inline: bool = False) -> None:
-        self.missing: set[str] = set()  # the openers (or "-->", ">") found unclosed
+        self.missing: set[str] = set()  # the openers found unclosed
         self.inline = inline
 
     def match(self, text: str, pos: int, end: int) -> int:
@@ -85,7 +84,7 @@ class _RawHtml:
         m = _TAG.match(text, pos, end)
         if m is not None:
             return m.end()
-        if self.inline and "-->" in self.missing and text.startswith("<!", pos, end):
+        if self.inline and "<!--" in self.missing and text.startswith("<!", pos, end):
             return -1
         if text.startswith("<!-->", pos, end):
             return pos + 5
@@ -97,11 +96,11 @@ class _RawHtml:
             if text.startswith(opener, pos, end):
                 return self._closed(opener, pattern, text, pos, end)
         if text.startswith("<!", pos, end) and pos + 2 < end and _LETTER.match(text, pos + 2):
-            if ">" in self.missing:
+            if "<!" in self.missing:
                 return -1
             found = text.find(">", pos + 2, end)  # a declaration such as <!DOCTYPE html>
             if found < 0:
-                self.missing.add(">")
+                self.missing.add("<!")
                 return -1
             return found + 1
         return -1
@@ -120,7 +119,7 @@ class _RawHtml:
         return m.end()
 
     def _comment(self, text: str, pos: int, end: int) -> int:
-        if "-->" in self.missing:
+        if "<!--" in self.missing:
             return -1
         m = _COMMENT.match(text, pos, end)
         if m is not None:
@@ -129,7 +128,7 @@ class _RawHtml:
         # In an HTML block's content the same holds for every comment with text: a
         # scan from a later "<!--" reads the pieces the failed one read, apart from a
         # run of "-" right after it ("<!---->" closes), which holds nothing to show.
-        self.missing.add("-->")
+        self.missing.add("<!--")
         return -1
 
 
