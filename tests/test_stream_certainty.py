@@ -237,6 +237,9 @@ class TestCertaintyIsExact:
     # name, which Python's HTML parser failed an assertion on.
     @example(["# <![CDATA[ [70001] ] the the ] [70002]"])
     @example(["<div>\n[70002]\n</div>\n<![", "CDATA[ [70009]\n\n[70006] x"])
+    # Hunt seed 801: a blank line of a quote in a list item, indented one column more
+    # than the item's text; the next line may go on from its whole lead.
+    @example(["1. > <!-- [70006]\n    > \n    ", "> x\nthe"])
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None

@@ -284,8 +284,12 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     out.append((f"{begin}| x |\n{lead}|---|", frozenset()))
     out.extend((f"\n{q}| x |\n{q}|---|", frozenset()) for q in leads)
     if _LINE_PREFIX.fullmatch(tail):
-        # The last line has its containers only, or the start of a lead: the header
+        # The last line has its containers only, or the start of a lead: a closer
+        # may follow the rest of any line's lead (a blank line in a quote in a list
+        # item may be indented as the item's text is, or further), and the header
         # line may go on from there, as it is or with the rest of the lead.
+        rests = {q[len(tail) :] for q in (lead, *leads) if q.startswith(tail)} - {"", begin}
+        out.extend((rest + closer, frozenset()) for rest in sorted(rests) for closer in _CLOSERS)
         for q in sorted({lead, *leads}):
             rests = {"", q[len(tail) :] if q.startswith(tail) else ""}
             out.extend((f"{rest}| x |\n{q}|---|", frozenset()) for rest in sorted(rests))
