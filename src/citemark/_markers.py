@@ -162,12 +162,15 @@ def _parse(text: str) -> list[MaskedSpan]:
     found = fast_spans(text)
     if found is None:
         found = block_spans(text)
-    for start, end, kind in found:
-        if out and start < out[-1].end:  # never expected; keep the result disjoint anyway
-            if end > out[-1].end:
-                out[-1] = MaskedSpan(out[-1].start, end, out[-1].kind)
+    last_end = -1
+    for span in found:
+        if span[0] < last_end:  # never expected; keep the result disjoint anyway
+            if span[1] > last_end:
+                last_end = span[1]
+                out[-1] = MaskedSpan(out[-1].start, last_end, out[-1].kind)
             continue
-        out.append(MaskedSpan(start, end, kind))
+        last_end = span[1]
+        out.append(_as_masked(span))
     return out
 
 

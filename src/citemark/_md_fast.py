@@ -392,17 +392,23 @@ def _scan(scanner: InlineScanner, text: str, lines: list[tuple[int, int]], out: 
         for span in found:
             out.extend(_map(span, lines, starts))
         return
-    # Many spans (sorted, disjoint): one walk over the lines maps them all.
+    # Many spans (sorted, disjoint): one walk over the lines maps them all. This
+    # runs once per piece of a span (every line of a long quote), so it builds the
+    # tuples directly and keeps to locals.
     i, last = 0, len(lines) - 1
+    new, append = tuple.__new__, out.append
     for span_start, span_end, kind in found:
         while i < last and starts[i + 1] <= span_start:
             i += 1
         j = i
-        while j <= last and starts[j] < span_end:
-            (start, end), at = lines[j], starts[j]
+        while j <= last:
+            at = starts[j]
+            if at >= span_end:
+                break
+            start, end = lines[j]
             lo = max(at, span_start)
             hi = at + end - start
             hi = min(hi, span_end)
             if lo < hi:
-                out.append(Span(start + lo - at, start + hi - at, kind))
+                append(new(Span, (start + lo - at, start + hi - at, kind)))
             j += 1

@@ -225,12 +225,7 @@ class InlineScanner:
         # later block may close what an earlier one left open.
         self.raw.missing.clear()
         self.last_paren = text.rfind(")", start, end)
-        ordered: list[tuple[int, int]] = []
-        pos = text.find("`", start, end)
-        while pos >= 0:
-            run_end = _BACKTICKS.match(text, pos, end).end()  # type: ignore[union-attr]
-            ordered.append((pos, run_end))
-            pos = text.find("`", run_end, end)
+        ordered = [m.span() for m in _BACKTICKS.finditer(text, start, end)]
         # cmark's memory of the scan for closing runs: where it last saw a run of
         # each length, and whether a scan has reached the end. A closer is looked for
         # only where that memory says one may still come, which keeps this linear,
@@ -254,15 +249,15 @@ class InlineScanner:
                 continue
             char = text[pos]
             if char == "`":
-                run_end = _BACKTICKS.match(text, pos, end).end()  # type: ignore[union-attr]
+                while ordered[ri][1] <= pos:
+                    ri += 1
+                run_end = ordered[ri][1]  # the maximal run holding pos ends there
                 open_at, length = pos, run_end - pos
-                if _escaped(text, pos, skip_to):
+                if pos > skip_to and text[pos - 1] == "\\" and _escaped(text, pos, skip_to):
                     open_at += 1  # the escaped backtick is literal; the rest may open
                     length -= 1
                     if length == 0:
                         continue
-                while ordered[ri][1] <= pos:
-                    ri += 1
                 skip_to = run_end
                 if length > _MAX_BACKTICKS or (scanned and last_seen.get(length, -1) <= run_end):
                     continue
@@ -277,7 +272,7 @@ class InlineScanner:
                 else:
                     scanned = True
             elif char == "<":
-                if _escaped(text, pos, skip_to):
+                if text[pos - 1] == "\\" and _escaped(text, pos, skip_to):
                     continue
                 auto = _AUTOLINK.match(text, pos, end)
                 if auto is not None:
@@ -289,7 +284,7 @@ class InlineScanner:
                     skip_to = stop
                     out.append(Span(pos, stop, "html"))
             elif char == "[":
-                if _escaped(text, pos, skip_to):
+                if text[pos - 1] == "\\" and _escaped(text, pos, skip_to):
                     continue
                 image = pos > start and text[pos - 1] == "!" and not _escaped(text, pos - 1, start)
                 if openers:
@@ -304,7 +299,7 @@ class InlineScanner:
                         skip_to = simple.end()
                         continue
                 openers.append([pos, int(image), 0])
-            elif not _escaped(text, pos, skip_to) and openers:
+            elif openers and not (text[pos - 1] == "\\" and _escaped(text, pos, skip_to)):
                 opener_pos, is_image, after = openers.pop()
                 if not is_image and no_link:
                     continue
