@@ -132,6 +132,15 @@ class TestStreamingEqualsResolve:
     # Found at stop 31: under a header line ended by CRLF, the delimiter row the stream
     # tried had one cell, so [4] in a code span that the cells split was dropped as hidden.
     @example(_one_at_a_time("| `a | [4] | b` |\r\n|---|---|---|\r\n[5] x"), [])
+    # Left open at stop 30 (random seed 18) and holding since stop 31: fed a character
+    # at a time, the stream named [6] where resolve names [4].
+    @example(
+        _one_at_a_time(
+            "| [a][r1] x<!-- [2] the x `[3]a ` b` | [4] `[5]x` the the the | the the the [6] "
+            "`a \\| [7]` the the |\r\n|---|---|---|\r\n| the | the | the | the |\r\n| the |\r\nthe"
+        ),
+        [],
+    )
     # A comment whose text ends in "-" is closed by a character and "-->", not "-->".
     @example(_one_at_a_time("</pre> x [1]\n`[2]` <!-- [3]\n[4]\n- the"), ["`", "-->"])
     # A closing run at a line's start opens a fence; after a letter it ends the span.
