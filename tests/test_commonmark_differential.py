@@ -425,6 +425,15 @@ class TestLLMAnswerShapes:
     @example(("> > > \tcode [70001]\n> > > \tmore", [70001]))
     @example(("> > - \tcode [70001]\n> >   \tmore", [70001]))
     @example(("[r1]: /u\n2) [r1]: /u[70006]", [70006]))
+    @example(("> - <!-- [70001]\n> \n> ", [70001]))
+    @example(
+        (
+            "the\n2) the\n   - \tcode [70001]\n     \tmore\n     # the\n         code [70002]\n"
+            + " " * 9
+            + "more",
+            [70001, 70002],
+        )
+    )
     def test_zero_disagreements(self, answer):
         """citemark cites exactly the planted markers cmark (cmark-gfm for tables) shows."""
         text, planted = answer
@@ -436,11 +445,19 @@ class TestLLMAnswerShapes:
             assert [] == disagreements(text, planted, shown) or cmark_gfm_quirk(text)
         else:
             assert [] == disagreements(text, planted, cmark_visible(text))
-        assert [] == disagreements(
-            text, planted, markdown_it_visible(text, tables=has_table(text))
-        ) or markdown_it_quirk(text)
+        if markdown_it_quirk(text):
+            return
+        try:
+            seen = markdown_it_visible(text, tables=has_table(text))
+        except IndexError:
+            # markdown-it-py indexes past the end of a text whose last line is a bare
+            # quote marker in some states (its port hazard, its issues 190 and 415).
+            assert _LAST_LINE_QUOTE.search(text) is not None
+            return
+        assert [] == disagreements(text, planted, seen)
 
 
+_LAST_LINE_QUOTE = re.compile(r"(?:^|\n)[ \t>]*>[ \t]*$")
 _ITEM_DEFINITION = re.compile(r"(?m)^[ >]*(?:[-*+]|[0-9]+[.)])[ \t]+\[[^\]\n]*\]:")
 _BLANK_ITEM = re.compile(r"(?m)^[ >]*(?:[-*+]|[0-9]+[.)])[ \t]*\n[ \t]+\n")
 
@@ -493,6 +510,7 @@ def old_core_blocks(text: str) -> bool:
 _CR = re.compile(r"\r\n?")
 _TAG_LINE = re.compile(r"\n {0,3}<")
 _NUMBERED_LINE = re.compile(r"\n {0,3}\d{1,9}[.)]")
+_ITEM_TAB = re.compile(r"(?m)^[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]*\t")
 _CONTAINER_MARKER = re.compile(r">|[-+*][ \t]|\d{1,9}[.)][ \t]")
 _CONTAINER_LEAD = re.compile(rf"^(?:[ \t]|{_CONTAINER_MARKER.pattern})*", re.MULTILINE)
 _AFTER_DEFINITION = re.compile(r"\]:[^\n]*+(?:\n[^\n]*+)?\n(?: {0,3}> ?)*(?: {4}|\t)")
@@ -524,8 +542,12 @@ def markdown_it_quirk(text: str) -> bool:
       items): markdown-it counts the tab's columns from another place and can read
       indented code where cmark reads a paragraph (``> > > \tcode``, ``> > - \tcode``:
       cmark's tab spans two columns, not four). Leads of one or two markers agree.
+      A tab after a list marker likewise moves the item's content column in
+      markdown-it, and later lines of the item are read against another column.
     """
     text = _CR.sub("\n", text)  # markdown-it reads every line ending as "\n"
+    if _ITEM_TAB.search(text) is not None:
+        return True
     for lead in _CONTAINER_LEAD.findall(text):
         if "\t" in lead and len(_CONTAINER_MARKER.findall(lead)) >= 3:
             return True
