@@ -425,6 +425,7 @@ class TestLLMAnswerShapes:
     @example(("> > > \tcode [70001]\n> > > \tmore", [70001]))
     @example(("> > - \tcode [70001]\n> >   \tmore", [70001]))
     @example(("[r1]: /u\n2) [r1]: /u[70006]", [70006]))
+    @example(("| the |\r|---|\r1. [r1]: /u\r\r\r    [70004]", [70004]))
     @example(("> - <!-- [70001]\n> \n> ", [70001]))
     @example(
         (
@@ -469,6 +470,7 @@ def cmark_gfm_quirk(text: str) -> bool:
       cmark-gfm drops the paragraph and then ends the item at the blank line as if it
       had started empty; cmark 0.31.2 keeps the item open. citemark follows cmark.
     """
+    text = _CR.sub("\n", text)  # the shapes are the same under any line ending
     return _ITEM_DEFINITION.search(text) is not None or cmark_gfm_old_core(text)
 
 
