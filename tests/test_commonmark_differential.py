@@ -511,7 +511,9 @@ def old_core_blocks(text: str) -> bool:
 
 _CR = re.compile(r"\r\n?")
 _TAG_LINE = re.compile(r"\n {0,3}<")
-_NUMBERED_LINE = re.compile(r"\n {0,3}\d{1,9}[.)]")
+# A line after a definition that markdown-it may read in another block than cmark:
+# one starting with "[", " ", "-", "=" or ">", or an ordered list item.
+_LINE_AFTER_DEFINITION = re.compile(r"\n(?:[\[ \-=>]|\d{1,9}[.)])")
 _ITEM_TAB = re.compile(r"(?m)^[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]*\t")
 _CONTAINER_MARKER = re.compile(r">|[-+*][ \t]|\d{1,9}[.)][ \t]")
 _CONTAINER_LEAD = re.compile(rf"^(?:[ \t]|{_CONTAINER_MARKER.pattern})*", re.MULTILINE)
@@ -555,9 +557,7 @@ def markdown_it_quirk(text: str) -> bool:
             return True
     if _AFTER_DEFINITION.search(text) is not None or (has_table(text) and "]:" in text):
         return True
-    if "]:" in text and any(f"\n{c}" in text for c in "[ -=>"):
-        return True
-    if "]:" in text and _NUMBERED_LINE.search(text) is not None:
+    if "]:" in text and _LINE_AFTER_DEFINITION.search(text) is not None:
         return True
     if "]:" in text and _TAG_LINE.search(text) is not None:
         # markdown-it takes a definition out of its paragraph at once, so a closing
