@@ -143,6 +143,28 @@ class TestRow:
         with pytest.raises(ValueError, match="sources"):
             recorder.record(answer="", sources=[], extra={"sources": []})
 
+    def test_a_per_run_id_is_marked_with_its_scope(self):
+        """id_scope="run" writes ``"id_scope": "run"``; left out, the row has no such field."""
+        out = io.StringIO()
+        recorder = RowRecorder(out)
+        assert recorder.record(id="run-1", answer="Filed [1].", sources=SOURCES, id_scope="run")
+        assert recorder.record(id="q1", answer="Filed [1].", sources=SOURCES)
+        marked, plain = (json.loads(line) for line in out.getvalue().splitlines())
+        assert ("run-1", "run") == (marked["id"], marked["id_scope"])
+        assert "id_scope" not in plain
+
+    @pytest.mark.parametrize("scope", ["row", "RUN", "", True])
+    def test_id_scope_takes_run_only(self, scope):
+        """Any other id_scope is the caller's bug, refused before a line is written, as
+        is an extra field that would set the scope behind the keyword's back."""
+        out = io.StringIO()
+        recorder = RowRecorder(out)
+        with pytest.raises(ValueError, match="id_scope"):
+            recorder.record(id="r", answer="", sources=[], id_scope=scope)
+        with pytest.raises(ValueError, match="id_scope"):
+            recorder.record(id="r", answer="", sources=[], extra={"id_scope": "run"})
+        assert ("", 0) == (out.getvalue(), recorder.recorded)
+
 
 class TestNeverRaises:
     def test_nan_metadata_is_a_counted_failure(self):

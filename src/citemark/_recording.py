@@ -69,7 +69,13 @@ if TYPE_CHECKING:
 __all__ = ["RecordingWarning", "RowRecorder", "TextWriter"]
 
 # The keys a row is made of; `RowRecorder.record`'s ``extra`` may not reuse them.
-_ROW_KEYS: Final = frozenset({"id", "question", "answer", "sources", "index_base", "unassessed"})
+_ROW_KEYS: Final = frozenset(
+    {"id", "question", "answer", "sources", "index_base", "unassessed", "id_scope"}
+)
+# The values of a row's ``id_scope``: "run" marks an id that names one run only (a
+# LangChain run id, a LlamaIndex query span id), so ``citemark diff`` never matches
+# two runs' rows on it. Absent, the id names the question across runs.
+_ID_SCOPES: Final = frozenset({"run"})
 _PREFIX: Final = "citemark could not record a row: "
 _NOT_JSON: Final = _PREFIX + "it is not strict JSON (NaN, Infinity or a value JSON cannot hold)"
 _CLOSED: Final = _PREFIX + "the recorder is closed"
@@ -162,6 +168,7 @@ class RowRecorder:
         index_base: int | None = None,
         unassessed: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        id_scope: str | None = None,
     ) -> bool:
         """Append one row; never raise for what the row holds or for the write.
 
@@ -179,6 +186,11 @@ class RowRecorder:
                 ``no_answer``); written as the row's ``unassessed`` field.
             extra: More fields for the row (how its numbering was recovered, say);
                 ``citemark check`` ignores fields it does not read.
+            id_scope: ``"run"`` when ``id`` names this one run only (a run id, a
+                span or trace id: a new one every run), written as the row's
+                ``"id_scope": "run"`` so that ``citemark diff`` matches two days' rows
+                by question instead; None (the default) leaves the field out, for an
+                id that names the question across runs.
 
         Returns:
             True when the whole line was written; False when it was not (see
@@ -186,8 +198,8 @@ class RowRecorder:
 
         Raises:
             ValueError: ``index_base`` is not 0 or 1, ``unassessed`` is not a known
-                code, or ``extra`` reuses a field of the row: mistakes in the calling
-                code, not in the run.
+                code, ``id_scope`` is neither ``"run"`` nor None, or ``extra`` reuses
+                a field of the row: mistakes in the calling code, not in the run.
         """
         row = _row(
             answer=answer,
@@ -197,6 +209,7 @@ class RowRecorder:
             index_base=index_base,
             unassessed=unassessed,
             extra=extra,
+            id_scope=id_scope,
         )
         try:
             text = json.dumps(row, ensure_ascii=True, allow_nan=False, default=_jsonable)
@@ -283,10 +296,16 @@ def _row(  # noqa: PLR0913 - the fields of `RowRecorder.record`
     index_base: int | None,
     unassessed: str | None,
     extra: Mapping[str, Any] | None,
+    id_scope: str | None,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {}
     if row_id is not None:
         row["id"] = row_id
+    if id_scope is not None:
+        if id_scope not in _ID_SCOPES:
+            msg = "id_scope must be 'run' or None"
+            raise ValueError(msg)
+        row["id_scope"] = id_scope
     row["question"] = question
     row["answer"] = answer if isinstance(answer, str) else dict(answer)
     row["sources"] = [source.model_dump() for source in sources]
