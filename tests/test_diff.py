@@ -175,16 +175,18 @@ class TestCommand:
         """The one refusal left, runs sharing no row, is a usage error: one CLI line, exit 2.
 
         Issue 23 item 3 changed this: different inputs were refused, and the message
-        named ``--allow-different-inputs``; now only runs that share no row are.
+        named ``--allow-different-inputs``; now only runs that share no row are. Issue
+        35 item 2: ids the runs do not share no longer decide, so the other run's row
+        asks another question; the refusal says how rows were matched.
         """
         old, _ = runs
-        other = write_rows(tmp_path / "other.jsonl", [row(7)])
+        other = write_rows(tmp_path / "other.jsonl", [{**row(7), "question": "Who pays?"}])
         run_check(other, tmp_path / "other", CitationScorer())
         done = run_cli("diff", str(old), str(tmp_path / "other"))
         assert 2 == done.returncode
         refusal = (
-            "citemark: error: old and other share no row (rows are matched by id, else "
-            "question, else line): there is nothing to compare"
+            "citemark: error: old and other share no row (matched by question, else by "
+            "line: the runs share no id): there is nothing to compare"
         )
         assert [refusal] == done.stderr.splitlines()
         assert "allow" not in done.stderr

@@ -174,9 +174,13 @@ class TestChangedPipeline:
         assert '(model "judge-1" -> "judge-2")' in render_text(diff)
 
     def test_runs_that_share_no_row_are_refused(self, tmp_path):
-        """The one refusal: no id, question or line in common."""
+        """The one refusal: no id, question or line in common.
+
+        Issue 35 item 2: an id the runs do not share no longer decides, so the new
+        row asks a question of its own.
+        """
         old = checked(tmp_path, "old", V1)
-        new = checked(tmp_path, "new", [{**V1[0], "id": "other"}])
+        new = checked(tmp_path, "new", [{**V1[0], "id": "other", "question": "Who pays?"}])
         with pytest.raises(RunDiffError, match=r"^old and new share no row"):
             compare_runs(old, new)
 

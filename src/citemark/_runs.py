@@ -120,6 +120,12 @@ class CheckRow(NamedTuple):
     """For a row whose ``answer`` is an object: its citations checked against the
     sources (see ``citemark._structured_rows``); ``answer`` is then its text."""
 
+    id_scope: str | None = None
+    """``"run"`` when the row's ``id`` names one run only (a run, trace or span id:
+    the row's ``id_scope`` field, written by a recorder or a ``--from`` reader), so
+    ``citemark diff`` never matches rows by it; None when the id identifies the
+    question across runs (``id_scope`` absent or ``"row"``) or the row has no id."""
+
 
 def parse_row(
     line: int,
@@ -257,7 +263,13 @@ def _unassessed_row(line: int, value: dict[str, object], code: str) -> CheckRow:
     answer = value.get("answer")
     question, row_id = _question_and_id(value)
     return CheckRow(
-        line, row_id, question, answer if isinstance(answer, str) else "", (), unassessed=code
+        line,
+        row_id,
+        question,
+        answer if isinstance(answer, str) else "",
+        (),
+        unassessed=code,
+        id_scope=_id_scope(value, row_id),
     )
 
 
@@ -276,6 +288,20 @@ def _question_and_id(value: dict[str, object]) -> tuple[str, str | None]:
         msg = "id must be a string or an integer"
         raise _MalformedError(msg)
     return question, str(row_id)
+
+
+_ID_SCOPES: Final = ("run", "row")
+
+
+def _id_scope(value: dict[str, object], row_id: str | None) -> str | None:
+    """The row's ``id_scope``: ``"run"`` for an id that names one run only, else None."""
+    scope = value.get("id_scope")
+    if scope is None:
+        return None
+    if not isinstance(scope, str) or scope not in _ID_SCOPES:
+        msg = 'id_scope must be "run" or "row"'
+        raise _MalformedError(msg)
+    return "run" if scope == "run" and row_id is not None else None
 
 
 class _MalformedError(ValueError):
@@ -344,6 +370,7 @@ def _marker_row(line: int, value: object) -> CheckRow:
         msg = "answer must be a string or a structured answer object"
         raise _MalformedError(msg)
     question, row_id = _question_and_id(value)
+    id_scope = _id_scope(value, row_id)
     index_base = value.get("index_base")
     if index_base is not None and (
         isinstance(index_base, bool) or not isinstance(index_base, int) or index_base not in (0, 1)
@@ -359,11 +386,12 @@ def _marker_row(line: int, value: object) -> CheckRow:
         if not isinstance(context, str):
             msg = "context must be a string"
             raise _MalformedError(msg)
-        return CheckRow(line, row_id, question, answer, context, index_base)
+        return CheckRow(line, row_id, question, answer, context, index_base, id_scope=id_scope)
     if not has_sources:
         msg = "neither sources nor context is given"
         raise _MalformedError(msg)
-    return CheckRow(line, row_id, question, answer, _sources(value["sources"]), index_base)
+    sources = _sources(value["sources"])
+    return CheckRow(line, row_id, question, answer, sources, index_base, id_scope=id_scope)
 
 
 def _sources(value: object) -> tuple[Source, ...]:

@@ -149,6 +149,10 @@ def row_record(row: CheckedRow, *, details: bool = True) -> dict[str, Any]:
         "citation_outcome": citation_outcome(score.findings),
         "digests": row_digests(item.question, item.answer, item.sources),
     }
+    if item.id_scope is not None:
+        # Added after them, only when set: the id names one run, and `citemark diff` never
+        # matches rows by it.
+        record["id_scope"] = item.id_scope
     if details:
         record["details"] = score.details
     return record

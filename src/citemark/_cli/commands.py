@@ -289,7 +289,13 @@ def _diff(args: argparse.Namespace) -> int:
         )
     try:
         run_diff(
-            args.old, args.new, html=args.html, as_json=args.json, out=sys.stdout, exit_code=EXIT_OK
+            args.old,
+            args.new,
+            html=args.html,
+            as_json=args.json,
+            out=sys.stdout,
+            exit_code=EXIT_OK,
+            match=args.match,
         )
     except RunDiffError as exc:
         raise UsageError(str(exc)) from None

@@ -307,8 +307,9 @@ def _diff_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         "diff",
         help="what changed between two check runs, row by row",
         description=(
-            "Compare the check outputs in OLD_DIR and NEW_DIR row by row (by id, else by "
-            "question, else by line): which rows changed outcome and why, with totals, how "
+            "Compare the check outputs in OLD_DIR and NEW_DIR row by row (by id where the "
+            "runs share ids, else by question, else by line): which rows changed outcome "
+            "and why, with totals, how "
             "many rows changed answer, sources or question, and every check option, version "
             "and judge field that differs. Two runs of a changed pipeline over the same "
             "questions compare whatever their answers; only runs that share no row are "
@@ -321,6 +322,15 @@ def _diff_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     diff.add_argument("--allow-different-inputs", action="store_true", help=argparse.SUPPRESS)
     diff.add_argument("--html", type=Path, metavar="PATH", help="also write the comparison page")
     diff.add_argument("--json", action="store_true", help="print one JSON object")
+    diff.add_argument(
+        "--match",
+        choices=("auto", "id", "question", "line"),
+        default="auto",
+        help=(
+            "how rows are paired (default auto: by id where the two runs share ids, never "
+            "by per-run ids; else by question, else by line); id, question or line forces one"
+        ),
+    )
     diff.set_defaults(run="diff")
 
 

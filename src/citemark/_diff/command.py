@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import TextIO
 
     from citemark._diff.compare import RowChange, RunDiff
+    from citemark._diff.matching import MatchRule
 
 __all__ = ["run_diff"]
 
@@ -32,14 +33,17 @@ def run_diff(  # noqa: PLR0913 - the command's options
     as_json: bool,
     out: TextIO,
     exit_code: int,
+    match: MatchRule = "auto",
 ) -> None:
     """Compare ``old`` with ``new``; write ``--html`` if asked, then the text or JSON to ``out``.
+
+    ``match`` is ``--match``: how rows are paired (see `citemark._diff.matching`).
 
     Raises:
         RunDiffError: the runs cannot be compared (see `citemark.diff.compare_runs`),
             or the page cannot be written.
     """
-    with compared(old, new) as (summary, changes):
+    with compared(old, new, match=match) as (summary, changes):
         if html is not None:
             problem: str | None = None
             try:

@@ -1,10 +1,13 @@
 """Comparing two check runs: rows matched by id, question or line, each change named.
 
-Rows are matched by their ``id``; a row without one by its question (the digest its
-``rows.jsonl`` record carries), and a row with neither by its line. A key given more
-than once is matched occurrence by occurrence. Two runs over the same questions are
-compared whatever their answers: that is the comparison a changed pipeline needs.
-Only two runs that share no row at all are refused.
+Rows are matched by their ``id`` where the two runs share ids (a per-run id, a
+record's ``"id_scope": "run"``, is never one), else by their question (the digest
+their ``rows.jsonl`` records carry), else by their line; ``match`` forces one rule
+(`citemark._diff.matching` says exactly how). A key given more than once is matched
+occurrence by occurrence. Two runs over the same questions are compared whatever
+their answers and whatever run ids they carry: that is the comparison a changed
+pipeline, or two days of a recorded one, needs. Only two runs that share no row
+under the rule are refused.
 
 A matched row *changed* when its outcome, its reason or its judge verdict differs,
 and each change says why:
@@ -39,12 +42,28 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from citemark._artifacts import ModelIdentity
 from citemark._diff.index import RowIndex
-from citemark._diff.runs import MatchKind, RowFacts, RunInfo, read_report, read_rows, shown_lines
+from citemark._diff.matching import (
+    MATCH_RULES,
+    MatchRule,
+    RowKeys,
+    kind_of,
+    row_keys,
+    shared_id_key,
+)
+from citemark._diff.runs import (
+    MatchKind,
+    RowFacts,
+    RunInfo,
+    read_ids,
+    read_report,
+    read_rows,
+    shown_lines,
+)
 from citemark._errors import RunDiffError
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
 __all__ = [
     "ChangeKind",
@@ -161,7 +180,16 @@ class RunDiff(BaseModel):
     transitions: dict[str, int]
     """How many rows went from one outcome to another, as ``"old->new"``."""
     matched_by: dict[str, int] = Field(default_factory=dict)
-    """How many compared rows were matched by ``id``, ``question`` and ``line``."""
+    """How many compared rows were matched by ``id``, ``question`` and ``line`` (a rule
+    that matched no row is left out)."""
+    match: MatchRule = "auto"
+    """The rule asked for: ``auto``, or the one rule ``--match`` forced."""
+    ids_compared: bool = False
+    """Whether rows were matched by their ids: under ``auto``, whether the two runs
+    share at least one id (per-run ids not counted); under ``id``, always."""
+    per_run_ids: dict[str, int] = Field(default_factory=dict)
+    """How many rows of the ``old`` and the ``new`` run have a per-run id (a run,
+    trace or span id), which no row is matched by."""
     inputs_recorded: int = 0
     """Compared rows whose records both carry input digests (what ``inputs_changed``
     counts over); 0 for runs whose ``rows.jsonl`` records none."""
@@ -181,6 +209,8 @@ class RunDiff(BaseModel):
 def compare_runs(
     old_dir: str | os.PathLike[str],
     new_dir: str | os.PathLike[str],
+    *,
+    match: MatchRule = "auto",
 ) -> RunDiff:
     """Compare the ``citemark check`` outputs in two folders.
 
@@ -190,6 +220,9 @@ def compare_runs(
     Args:
         old_dir: The earlier run's output folder.
         new_dir: The later run's output folder.
+        match: How rows are paired: ``auto`` (by id where the runs share ids, per-run
+            ids never; else by question, else by line), or ``id``, ``question`` or
+            ``line`` alone.
 
     Returns:
         The comparison.
@@ -197,8 +230,9 @@ def compare_runs(
     Raises:
         RunDiffError: a folder lacks ``report.json`` or ``rows.jsonl``, a line of
             ``rows.jsonl`` is not a row record, or the runs share no row.
+        ValueError: ``match`` is not one of the rules.
     """
-    with compared(old_dir, new_dir) as (summary, changes):
+    with compared(old_dir, new_dir, match=match) as (summary, changes):
         return summary.model_copy(update={"changes": tuple(changes())})
 
 
@@ -206,6 +240,8 @@ def compare_runs(
 def compared(
     old_dir: str | os.PathLike[str],
     new_dir: str | os.PathLike[str],
+    *,
+    match: MatchRule = "auto",
 ) -> Iterator[tuple[RunDiff, Callable[[], Iterator[RowChange]]]]:
     """Compare two runs on disk; yield the totals (``changes`` empty) and the changes.
 
@@ -214,23 +250,31 @@ def compared(
 
     Raises:
         RunDiffError: as `compare_runs`.
+        ValueError: as `compare_runs`.
     """
+    if match not in MATCH_RULES:
+        msg = f"match must be one of: {', '.join(MATCH_RULES)}"
+        raise ValueError(msg)
     old_path, new_path = Path(old_dir), Path(new_dir)
     old_run, new_run = read_report(old_path), read_report(new_path)
-    with RowIndex() as index:
+    with RowIndex(two_keys=match == "auto") as index:
         old_page, new_page = shown_lines(old_path), shown_lines(new_path)
-        index.load(read_rows(old_path))
-        tally = _Tally()
-        for new in read_rows(new_path):
-            old = index.take(new)
-            if old is None:
+        tally = _Tally(match)
+        index.load(tally.keyed("old", read_rows(old_path)))
+        tally.ids_compared = match == "id" or (
+            match == "auto" and tally.old_ids > 0 and _share_an_id(index, new_path)
+        )
+        for new, keys in tally.keyed("new", read_rows(new_path)):
+            key = keys.with_ids if tally.ids_compared else keys.without_ids
+            old = None if key is None else index.take(key, without_ids=not tally.ids_compared)
+            if old is None or key is None:
                 tally.added += 1
                 tally.note("added")
                 index.record(
                     _dump(RowChange(id=new.id, old=None, new=_state(new, new_page), why=("added",)))
                 )
                 continue
-            change = tally.compare(old, new)
+            change = tally.compare(old, new, kind_of(key))
             if change is not None:
                 why, inputs = change
                 index.record(
@@ -240,15 +284,15 @@ def compared(
                             old=_state(old, old_page),
                             new=_state(new, new_page),
                             why=why,
-                            matched_by=new.kind,
+                            matched_by=kind_of(key),
                             inputs_changed=inputs,
                         )
                     )
                 )
         if tally.compared == 0:
             msg = (
-                f"{old_run.name} and {new_run.name} share no row (rows are matched by id, "
-                "else question, else line): there is nothing to compare"
+                f"{old_run.name} and {new_run.name} share no row ({_rule_words(tally)}): "
+                "there is nothing to compare"
             )
             raise RunDiffError(msg)
         for old in index.left():
@@ -259,6 +303,22 @@ def compared(
             )
         summary = _summary(old_run, new_run, tally)
         yield summary, lambda: (RowChange.model_validate(json.loads(t)) for t in index.changes())
+
+
+def _share_an_id(index: RowIndex, new_path: Path) -> bool:
+    """Whether a row of the new run has an id (not a per-run one) an old row has."""
+    return any(index.has(shared_id_key(row_id)) for row_id in read_ids(new_path))
+
+
+def _rule_words(tally: _Tally) -> str:
+    """How rows were matched, for the refusal: the rule, and why ids were or were not used."""
+    if tally.match != "auto":
+        return f"matched by {tally.match} only, as asked"
+    if tally.ids_compared:
+        return "matched by id where a row has one, else by question, else by line"
+    per_run = tally.per_run["old"] + tally.per_run["new"]
+    why = "the runs share no id" + (f"; {per_run} per-run ids not compared" if per_run else "")
+    return f"matched by question, else by line: {why}"
 
 
 def _dump(change: RowChange) -> str:
@@ -279,7 +339,11 @@ def _state(facts: RowFacts, page: frozenset[int] | None) -> RowState:
 
 
 class _Tally:
-    def __init__(self) -> None:
+    def __init__(self, match: MatchRule) -> None:
+        self.match: MatchRule = match
+        self.ids_compared = False
+        self.old_ids = 0
+        self.per_run: dict[str, int] = {"old": 0, "new": 0}
         self.compared = self.changed = self.added = self.removed = 0
         self.why: dict[str, int] = {}
         self.transitions: dict[str, int] = {}
@@ -290,19 +354,28 @@ class _Tally:
     def note(self, kind: str) -> None:
         self.why[kind] = self.why.get(kind, 0) + 1
 
+    def keyed(self, side: str, rows: Iterable[RowFacts]) -> Iterator[tuple[RowFacts, RowKeys]]:
+        """Each row of one run with its keys, counting its per-run (and, old, other) ids."""
+        for facts in rows:
+            if facts.per_run:
+                self.per_run[side] += 1
+            elif facts.id is not None and side == "old":
+                self.old_ids += 1
+            yield facts, row_keys(facts, self.match)
+
     def compare(
-        self, old: RowFacts, new: RowFacts
+        self, old: RowFacts, new: RowFacts, kind: MatchKind
     ) -> tuple[tuple[ChangeKind, ...], tuple[InputPart, ...]] | None:
-        """Count one matched pair; what changed and which inputs changed, or None."""
+        """Count one pair matched by ``kind``; what changed and which inputs changed, or None."""
         self.compared += 1
-        self.matched_by[new.kind] = self.matched_by.get(new.kind, 0) + 1
+        self.matched_by[kind] = self.matched_by.get(kind, 0) + 1
         inputs = self._inputs(old, new)
         why = _why(old, new)
         if not why:
             return None
         self.changed += 1
-        for kind in why:
-            self.note(kind)
+        for change in why:
+            self.note(change)
         if old.outcome != new.outcome:
             transition = f"{old.outcome}->{new.outcome}"
             self.transitions[transition] = self.transitions.get(transition, 0) + 1
@@ -357,6 +430,9 @@ def _summary(old: RunInfo, new: RunInfo, tally: _Tally) -> RunDiff:
         why=_ranked(tally.why),
         transitions=_ranked(tally.transitions),
         matched_by=_ranked(tally.matched_by),
+        match=tally.match,
+        ids_compared=tally.ids_compared,
+        per_run_ids=dict(tally.per_run),
         inputs_recorded=tally.inputs_recorded,
         inputs_changed=tally.inputs_changed if tally.inputs_recorded else {},
         option_differences=_option_differences(old, new),

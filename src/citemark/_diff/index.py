@@ -1,8 +1,10 @@
 """The on-disk index a comparison keeps the old run's rows and the changes in.
 
 A comparison of two runs holds neither run in memory: the old run's rows go into a
-SQLite database in a private temporary folder, keyed by what they are matched by;
-the new run is streamed against it, each match taken out of the index as it is
+SQLite database in a private temporary folder, under the two keys they may be matched
+by (`citemark._diff.matching.RowKeys`: with the runs' ids compared, and without);
+whether the new run shares an id with them is asked of the index (`has`); the new
+run is then streamed against it, each match taken out of the index as it is
 found, so what remains at the end is the removed rows, in the old run's order. The
 changed rows are appended to a second table as they are found and read back in order
 by whatever renders them. SQLite's page cache is capped, so the memory a comparison
@@ -27,16 +29,22 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Self
 
+    from citemark._diff.matching import RowKeys
+
 __all__ = ["RowIndex"]
 
 _CACHE_KIB: Final = 8 * 1024
 _BATCH: Final = 2000
+# A row's key with the runs' ids compared (``match``) and without (``alt``); NULL for
+# a row that has none under the rule, which nothing matches.
 _SCHEMA: Final = (
-    "CREATE TABLE old (seq INTEGER PRIMARY KEY, match TEXT NOT NULL, facts TEXT NOT NULL)",
+    "CREATE TABLE old (seq INTEGER PRIMARY KEY, match TEXT, alt TEXT, facts TEXT NOT NULL)",
     "CREATE TABLE changes (seq INTEGER PRIMARY KEY, change TEXT NOT NULL)",
     # Built as the rows go in, not sorted at the end: a sort's memory grows with the rows.
     "CREATE INDEX by_match ON old (match, seq)",
 )
+_ALT_INDEX: Final = "CREATE INDEX by_alt ON old (alt, seq)"
+_COLUMNS: Final = {False: "match", True: "alt"}
 
 
 def _pack(facts: RowFacts) -> str:
@@ -52,11 +60,6 @@ def _unpack(text: str) -> RowFacts:
     return RowFacts(*values)
 
 
-def _match(facts: RowFacts) -> str:
-    # ASCII JSON: an id holding a lone surrogate is still a key SQLite can store.
-    return f"{facts.kind[0]}:{json.dumps(facts.key)}"
-
-
 class RowIndex:
     """The old run's rows, looked up by match key, and the changes found so far.
 
@@ -64,8 +67,13 @@ class RowIndex:
     its folder. A SQLite failure (a full disk) is a `RunDiffError`.
     """
 
-    def __init__(self) -> None:
-        """Create the database in a new private temporary folder."""
+    def __init__(self, *, two_keys: bool = True) -> None:
+        """Create the database in a new private temporary folder.
+
+        Args:
+            two_keys: Whether rows may be taken by their key without the ids
+                (``alt``); without it, only the first key is indexed.
+        """
         try:
             self._folder = tempfile.TemporaryDirectory(prefix="citemark-diff-")
         except OSError:
@@ -74,7 +82,7 @@ class RowIndex:
             self._db = sqlite3.connect(Path(self._folder.name) / "diff.sqlite3")
             for pragma in ("journal_mode=OFF", "synchronous=OFF", f"cache_size=-{_CACHE_KIB}"):
                 self._db.execute(f"PRAGMA {pragma}")
-            for statement in _SCHEMA:
+            for statement in (*_SCHEMA, _ALT_INDEX) if two_keys else _SCHEMA:
                 self._db.execute(statement)
         except sqlite3.Error:
             self._folder.cleanup()
@@ -95,30 +103,41 @@ class RowIndex:
         self._db.close()
         self._folder.cleanup()
 
-    def load(self, rows: Iterable[RowFacts]) -> None:
-        """Put the old run's rows in, in order, indexed by match key."""
+    def load(self, rows: Iterable[tuple[RowFacts, RowKeys]]) -> None:
+        """Put the old run's rows in, in order, each under its two keys."""
+        insert = "INSERT INTO old (match, alt, facts) VALUES (?, ?, ?)"
         try:
-            batch: list[tuple[str, str]] = []
-            for facts in rows:
-                batch.append((_match(facts), _pack(facts)))
+            batch: list[tuple[str | None, str | None, str]] = []
+            for facts, keys in rows:
+                batch.append((keys.with_ids, keys.without_ids, _pack(facts)))
                 if len(batch) >= _BATCH:
-                    self._db.executemany("INSERT INTO old (match, facts) VALUES (?, ?)", batch)
+                    self._db.executemany(insert, batch)
                     batch.clear()
-            self._db.executemany("INSERT INTO old (match, facts) VALUES (?, ?)", batch)
+            self._db.executemany(insert, batch)
         except sqlite3.Error:
             raise _failed() from None
 
-    def take(self, facts: RowFacts) -> RowFacts | None:
-        """The old row the new row ``facts`` matches, taken out of the index; or None.
+    def has(self, key: str) -> bool:
+        """Whether an old row has ``key`` as its key with the ids compared."""
+        try:
+            found = self._db.execute("SELECT 1 FROM old WHERE match = ? LIMIT 1", (key,))
+            return found.fetchone() is not None
+        except sqlite3.Error:
+            raise _failed() from None
+
+    def take(self, key: str, *, without_ids: bool = False) -> RowFacts | None:
+        """The old row a new row keyed ``key`` matches, taken out of the index; or None.
 
         Rows sharing a key are matched occurrence by occurrence: the earliest old row
-        left with that key.
+        left with that key. ``without_ids`` looks ``key`` up among the old rows' keys
+        without the ids (the index must then have been made with ``two_keys``).
         """
+        column = _COLUMNS[without_ids]
         try:
             found = self._db.execute(
-                "DELETE FROM old WHERE seq = (SELECT seq FROM old WHERE match = ? "
+                f"DELETE FROM old WHERE seq = (SELECT seq FROM old WHERE {column} = ? "  # noqa: S608 - a fixed column name
                 "ORDER BY seq LIMIT 1) RETURNING facts",
-                (_match(facts),),
+                (key,),
             ).fetchone()
         except sqlite3.Error:
             raise _failed() from None

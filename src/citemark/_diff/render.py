@@ -50,6 +50,7 @@ _STYLE: Final = (
 )
 _MAX_TEXT_ROWS: Final = 50
 _MAX_VALUE_CHARS: Final = 60
+_MATCH_KINDS: Final = ("id", "question", "line")
 
 
 def _judge(identity: ModelIdentity | None) -> str:
@@ -115,6 +116,29 @@ def _changes_note(diff: RunDiff) -> str:
     )
 
 
+def _rule(diff: RunDiff) -> str:
+    if diff.match != "auto":
+        return f"{diff.match} only (--match {diff.match})"
+    if diff.ids_compared:
+        return "id where the row has one (the runs share ids), else question, else line"
+    return "question, else line; ids not compared: the runs share none"
+
+
+def _match_note(diff: RunDiff) -> str:
+    """Which rule matched how many rows, what each side left unmatched, and why."""
+    counts = ", ".join(f"{kind} {diff.matched_by.get(kind, 0)}" for kind in _MATCH_KINDS)
+    per_run = ""
+    if any(diff.per_run_ids.values()):
+        per_run = (
+            f"; per-run ids, never matched by: old {diff.per_run_ids.get('old', 0)}, "
+            f"new {diff.per_run_ids.get('new', 0)}"
+        )
+    return (
+        f"matched by: {counts}; left unmatched: old {diff.removed}, new {diff.added} "
+        f"(rule: {_rule(diff)}{per_run})"
+    )
+
+
 def _options_note(diff: RunDiff) -> str:
     if not diff.option_differences:
         return "options: the same"
@@ -129,7 +153,7 @@ def _head_lines(diff: RunDiff) -> list[str]:
             f"rows: {diff.compared} compared, {diff.unchanged} unchanged, {diff.changed} "
             f"changed, {diff.added} added, {diff.removed} removed"
         ),
-        "matched by: " + ", ".join(f"{kind} {count}" for kind, count in diff.matched_by.items()),
+        _match_note(diff),
         _changes_note(diff),
         _options_note(diff),
     ]
@@ -315,7 +339,8 @@ def write_html(  # noqa: PLR0913 - the page's parts
                 (
                     f'<p class="meta">old <code>{_e(old_name)}</code> &middot; new '
                     f"<code>{_e(new_name)}</code> &middot; {inputs}<br>"
-                    f"{_e(_judge_note(diff))}<br>{_e(_changes_note(diff))}</p>"
+                    f"{_e(_judge_note(diff))}<br>{_e(_match_note(diff))}<br>"
+                    f"{_e(_changes_note(diff))}</p>"
                 ),
                 warning,
                 _differences_html(diff),

@@ -8,7 +8,8 @@ straight from its bytes into a typed record whose findings are a `ScoreFindings`
 (never read by string key), and a line that does not validate is parsed again
 strictly (`citemark._strictjson.loads_strict`) only to say why, in structural terms.
 ``report.html`` is read only for which rows its page shows, so a change can link to
-the row's record there.
+the row's record there. `read_ids` streams only the ids a run's rows can be matched
+by (not the per-run ones), for the comparison to learn whether two runs share any.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "MatchKind",
     "RowFacts",
     "RunInfo",
+    "read_ids",
     "read_report",
     "read_rows",
     "shown_lines",
@@ -44,7 +46,8 @@ __all__ = [
 
 PAGE_NAME: Final = "report.html"
 MatchKind = Literal["id", "question", "line"]
-"""What a row was matched by: its id, else its question's digest, else its line."""
+"""What a row was matched by: its id, its question's digest, or its line."""
+_PER_RUN: Final = "run"
 
 _MAX_REPORT_BYTES: Final = 64 * 1024 * 1024
 _MAX_PAGE_BYTES: Final = 64 * 1024 * 1024
@@ -96,6 +99,7 @@ class _Record(BaseModel):
 
     line: int
     id: str | None = None
+    id_scope: str | None = None
     outcome: str
     reason: str | None = None
     error: str | None = None
@@ -112,10 +116,9 @@ class RowFacts(NamedTuple):
     """The row's line in the run's input."""
     id: str | None
     """The row's id, or None."""
-    kind: MatchKind
-    """What the row is matched by."""
-    key: str
-    """The value it is matched by (id, question digest, or line number)."""
+    per_run: bool
+    """Whether the id names one run only (the record's ``"id_scope": "run"``), so rows
+    are never matched by it."""
     outcome: str
     """``passed``, ``failed``, ``unassessed`` or ``malformed``."""
     reason: str | None
@@ -264,19 +267,11 @@ def _facts(number: int, record: _Record) -> RowFacts:
         findings = None
     row_id = None if malformed else record.id
     digests = None if malformed else record.digests
-    if row_id is not None:
-        kind: MatchKind = "id"
-        key = row_id
-    elif digests is not None and digests.question is not None:
-        kind, key = "question", digests.question
-    else:
-        kind, key = "line", str(record.line)
     return RowFacts(
         record=number,
         line=record.line,
         id=row_id,
-        kind=kind,
-        key=key,
+        per_run=row_id is not None and record.id_scope == _PER_RUN,
         outcome=record.outcome,
         reason=record.error if malformed else record.reason,
         violation=(record.outcome == "failed" and findings is not None and findings.violated),
@@ -284,6 +279,55 @@ def _facts(number: int, record: _Record) -> RowFacts:
         verdicts=() if findings is None else _verdict_outcomes(findings),
         digests=digests,
     )
+
+
+class _Ids(BaseModel):
+    """What `read_ids` reads of a record: its id and whether it names one run only."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, cache_strings="keys")
+
+    id: str | None = None
+    id_scope: str | None = None
+    outcome: str
+
+
+def read_ids(folder: Path) -> Iterator[str]:
+    """Stream the ids of ``folder/rows.jsonl`` that rows can be matched by, in file order.
+
+    A per-run id (``"id_scope": "run"``) and a malformed line's are left out; so is a
+    line that is not a record, which `read_rows` refuses with its reason.
+
+    Raises:
+        RunDiffError: the file is missing.
+    """
+    path = folder / ROWS_NAME
+    try:
+        handle = open_regular(path)
+    except OSError:
+        msg = f"{folder.name}/{ROWS_NAME} is missing or cannot be read"
+        raise RunDiffError(msg) from None
+    with handle:
+        for raw in handle:
+            record = _ids(raw)
+            if (
+                record is not None
+                and record.id is not None
+                and record.id_scope != _PER_RUN
+                and record.outcome != "malformed"
+            ):
+                yield record.id
+
+
+def _ids(raw: bytes) -> _Ids | None:
+    try:
+        return _Ids.model_validate_json(raw)
+    except ValidationError:
+        pass
+    try:
+        # JSON the fast reader cannot take (a lone surrogate escape) but Python's can.
+        return _Ids.model_validate(json.loads(raw.decode("utf-8")), strict=False)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _verdict_outcomes(findings: ScoreFindings) -> tuple[str, ...]:
