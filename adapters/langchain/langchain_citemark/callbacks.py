@@ -12,8 +12,27 @@ With ``record_to`` (a JSONL path, any object with ``write(str)``, or a
 check`` row per top-level run: its id, question and answer, and its documents as
 sources in the order the prompt numbered them, so the file can be checked later with
 ``citemark check FILE`` and no change to the chain. A run whose numbering cannot be
-recovered, that raised, or that produced no answer is written with no sources and an
-``unassessed`` reason code instead of a guessed order.
+recovered is written with no sources and ``unassessed: numbering_unknown`` instead of
+a guessed order; a run with no answer, with ``no_answer``, or ``chain_error`` when it
+raised before any model answered. The row's ``"id_scope": "run"`` says that its id
+names this run only.
+
+**What the model said is recorded, whatever happened next.** A run that raises after
+its model answered (citemark's own `CitationOutputParser` or `CitedAnswerChain`
+rejecting a ``[5]`` of three documents, a `CitationMiddleware` raising out of an
+agent, a `StructuredCitationChecker` rejecting an id, or any later step failing) is
+recorded like a run that returned: its answer (the last completed model call's reply,
+or a later step's dict output holding ``answer_key``, such as the structured
+object), and its documents in the order the prompt numbered them, so that ``citemark
+check`` finds the same violation the next day. The row also says, as data, that the
+run raised after answering: ``"rejected": "<citemark error class>"`` for one of
+citemark's rejections, ``"raised": "<exception class>"`` for any other exception.
+The run's `CitationReport` is made from the same answer and documents, so
+``handler.reports`` and the file agree on every run.
+
+A parser that is not bound to documents (the RAG tutorial's ``... | prompt | llm |
+CitationOutputParser()``) asks the handler in its run's callbacks for the documents
+of its run: `CitationCallbackHandler.shown_documents`.
 """
 
 from __future__ import annotations
@@ -23,7 +42,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration
 from pydantic import BaseModel, ConfigDict
 
 from citemark import (
@@ -31,7 +51,9 @@ from citemark import (
     CitedAnswer,
     MarkerOutOfRangeError,
     NoSourcesError,
+    StructuredAnswerError,
     SynthesisError,
+    check_structured,
     recover_numbering,
     resolve,
 )
@@ -43,12 +65,18 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from uuid import UUID
 
+    from langchain_core.outputs import LLMResult
+
     from citemark import Source
     from citemark.reports import RowRecorder, TextWriter
 
 __all__ = ["CitationCallbackHandler", "CitationReport"]
 
-Outcome = Literal["resolved", "out_of_range", "abstained", "unassessed"]
+Outcome = Literal["resolved", "out_of_range", "quote_not_in_source", "abstained", "unassessed"]
+
+# A structured answer recorded from ``include_raw=True``: the parsed object and whether
+# it parsed.
+_RAW_KEYS = frozenset({"parsed", "parsing_error"})
 
 
 class CitationReport(BaseModel):
@@ -61,13 +89,22 @@ class CitationReport(BaseModel):
 
     outcome: Outcome
     """``resolved`` (cites only what was shown), ``out_of_range`` (cites a number
-    that names no shown document), ``abstained`` (no markers) or ``unassessed``."""
+    that names no shown document), ``quote_not_in_source`` (a structured answer's
+    quote is not in the document it cites, and no id is out of range), ``abstained``
+    (no markers) or ``unassessed``."""
 
     reason: str | None = None
     """Why the run is unassessed, a code from `citemark.evaluation.REASONS` (the
     LlamaIndex evaluator uses the same): ``no_answer`` (no answer text, or a blank
-    one), ``empty_context`` (no documents), ``numbering_unknown``, ``chain_error`` or
-    ``evaluation_error`` (the handler itself failed)."""
+    one), ``empty_context`` (no documents), ``numbering_unknown``, ``chain_error``
+    (the run raised before any model answered), ``structured_output_not_parsed`` or
+    ``evaluation_error`` (the handler itself failed, or a structured answer's
+    citations cannot be read)."""
+
+    rejected: str | None = None
+    """The class name of the exception the run raised after its model answered
+    (citemark's rejection of the answer, say ``MarkerOutOfRangeError``), or None when
+    it returned. The outcome is still the answer's own."""
 
     @property
     def explanation(self) -> str | None:
@@ -92,6 +129,9 @@ class _Run:
         self.passed: list[Document] = []  # lists of Documents seen flowing between steps
         self.prompt: str | None = None
         self.question = ""  # the top-level input's question, for a recorded row
+        # The latest answer the run produced: a model call's reply, or a step's dict
+        # output holding the answer key. Recorded when the run raises after it.
+        self.answered: Any = None
 
     @property
     def documents(self) -> list[Document]:
@@ -261,6 +301,18 @@ class CitationCallbackHandler(BaseCallbackHandler):
             if run is not None and prompts:
                 run.prompt = prompts[0]
 
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Keep the model's reply: the answer, should a later step raise."""
+        generations = response.generations[0] if response.generations else []
+        if not generations:
+            return
+        first = generations[0]
+        reply: Any = first.message if isinstance(first, ChatGeneration) else first.text
+        with self._lock:
+            run = self._root_run(run_id)
+            if run is not None:
+                run.answered = reply
+
     def on_chain_end(
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
@@ -271,6 +323,8 @@ class CitationCallbackHandler(BaseCallbackHandler):
                 if run is not None:
                     values = outputs.values() if isinstance(outputs, dict) else [outputs]
                     run.saw(_documents_in(values))
+                    if isinstance(outputs, dict) and outputs.get(self.answer_key) is not None:
+                        run.answered = outputs  # a structured answer, or an assigned one
             return
         with self._lock:
             run = self._runs.pop(run_id, None)
@@ -286,13 +340,18 @@ class CitationCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """A failed top-level run is recorded as unassessed."""
+        """A run that raised after its model answered is recorded with that answer.
+
+        One that raised before any answer is recorded as unassessed, ``chain_error``.
+        """
         if parent_run_id is not None:
             return
         with self._lock:
             run = self._runs.pop(run_id, None)
             self._forget(run_id)
-        if run is not None:
+        if run is not None and self._has_answer(run.answered):
+            self._record(run_id, run, run.answered, raised=error)
+        elif run is not None:
             self._append(
                 CitationReport(
                     run_id=str(run_id),
@@ -305,7 +364,9 @@ class CitationCallbackHandler(BaseCallbackHandler):
 
     # --- checking ------------------------------------------------------------------
 
-    def _record(self, run_id: UUID, run: _Run, outputs: Any) -> None:
+    def _record(
+        self, run_id: UUID, run: _Run, outputs: Any, *, raised: BaseException | None = None
+    ) -> None:
         try:
             report = self._check(run_id, run, outputs)
         except Exception:  # noqa: BLE001 - a handler must never raise into the chain
@@ -315,8 +376,20 @@ class CitationCallbackHandler(BaseCallbackHandler):
                 reason="evaluation_error",
                 document_count=len(run.documents),
             )
+        if raised is not None:
+            report = report.model_copy(update={"rejected": type(raised).__name__})
         self._append(report)
-        self._write_row(run_id, run, outputs, None)
+        self._write_row(run_id, run, outputs, None, raised=raised)
+
+    def _has_answer(self, answered: Any) -> bool:
+        """Whether a run's latest answer is one: a reply with text, or a structured object."""
+        if answered is None:
+            return False
+        try:
+            recorded = self._recorded_answer(answered)
+        except Exception:  # noqa: BLE001 - a handler must never raise into the chain
+            return False
+        return recorded is not None and not (isinstance(recorded, str) and not recorded.strip())
 
     def _check(self, run_id: UUID, run: _Run, outputs: Any) -> CitationReport:
         def unassessed(reason: str) -> CitationReport:
@@ -327,8 +400,9 @@ class CitationCallbackHandler(BaseCallbackHandler):
                 document_count=len(run.documents),
             )
 
-        answer = self._answer_text(outputs)
-        if answer is None:
+        structured = self._recorded_answer(outputs)
+        answer = None if isinstance(structured, dict) else self._answer_text(outputs)
+        if structured is None or (answer is None and not isinstance(structured, dict)):
             return unassessed("no_answer")
         if not run.documents:
             return unassessed("empty_context")
@@ -337,6 +411,10 @@ class CitationCallbackHandler(BaseCallbackHandler):
         if numbering is None:
             return unassessed("numbering_unknown")
         ordered = [run.documents[numbering.index(n)] for n in sorted(numbering)]
+        if isinstance(structured, dict):
+            return self._check_structured(run_id, structured, documents_to_sources(ordered))
+        if answer is None:
+            return unassessed("no_answer")
         try:
             resolved = resolve(answer, documents_to_sources(ordered), index_base=self.index_base)
         except MarkerOutOfRangeError as exc:
@@ -357,6 +435,74 @@ class CitationCallbackHandler(BaseCallbackHandler):
             document_count=len(texts),
         )
 
+    def _check_structured(
+        self, run_id: UUID, answer: Mapping[str, Any], sources: list[Source]
+    ) -> CitationReport:
+        """A structured answer's report, read as ``citemark check`` reads its row."""
+        count = len(sources)
+        if answer.keys() >= _RAW_KEYS:
+            parsed = answer["parsed"]
+            if answer["parsing_error"] is not None or not isinstance(parsed, dict):
+                return CitationReport(
+                    run_id=str(run_id),
+                    outcome="unassessed",
+                    reason="structured_output_not_parsed",
+                    document_count=count,
+                )
+            answer = parsed
+        try:
+            checked = check_structured(answer, sources, index_base=self.index_base)
+        except StructuredAnswerError:
+            return CitationReport(
+                run_id=str(run_id),
+                outcome="unassessed",
+                reason="evaluation_error",
+                document_count=count,
+            )
+        findings = checked.findings
+        if findings.out_of_range:
+            return CitationReport(
+                run_id=str(run_id),
+                outcome="out_of_range",
+                marker=findings.out_of_range[0],
+                document_count=count,
+            )
+        if findings.wrong_quotes:
+            return CitationReport(
+                run_id=str(run_id), outcome="quote_not_in_source", document_count=count
+            )
+        return CitationReport(
+            run_id=str(run_id),
+            outcome="resolved" if checked.citations else "abstained",
+            citations=checked.citations,
+            document_count=count,
+        )
+
+    def shown_documents(
+        self, run_id: UUID, *, index_base: int = 1
+    ) -> tuple[int, list[Document] | None]:
+        """The documents the run of ``run_id`` showed its model, in the prompt's order.
+
+        ``run_id`` is any run inside a top-level run this handler follows (a parser's
+        own run, say). Returns how many documents the top-level run has seen so far
+        (retrieved, or passed between its steps), and those documents in the order the
+        latest prompt numbered them from ``index_base`` (``[n]`` names the ``n``-th,
+        counted from the base), or None when the prompt does not number each of them
+        once (or there is none yet).
+        """
+        with self._lock:
+            run = self._root_run(run_id)
+            if run is None or not run.documents:
+                return 0, None
+            documents = list(run.documents)
+            prompt = run.prompt
+        texts = [d.page_content for d in documents]
+        numbers = recover_numbering(prompt, texts) if prompt else []
+        expected = list(range(index_base, len(texts) + index_base))
+        if sorted(n for n in numbers if n is not None) != expected:
+            return len(documents), None
+        return len(documents), [documents[numbers.index(n)] for n in expected]
+
     def _numbering(self, run: _Run) -> list[int] | None:
         """The number the prompt showed each document under, in retrieval order.
 
@@ -371,15 +517,27 @@ class CitationCallbackHandler(BaseCallbackHandler):
 
     # --- recording -----------------------------------------------------------------
 
-    def _write_row(self, run_id: UUID, run: _Run, outputs: Any, failed: str | None) -> None:
+    def _write_row(
+        self,
+        run_id: UUID,
+        run: _Run,
+        outputs: Any,
+        failed: str | None,
+        *,
+        raised: BaseException | None = None,
+    ) -> None:
         """Append the run's ``citemark check`` row, when recording; never raise."""
         if self.recorder is None:
             return
         try:
             fields = self._row_fields(run, outputs, failed)
         except Exception:  # noqa: BLE001 - a handler must never raise into the chain
-            fields = {"answer": "", "sources": [], "unassessed": "evaluation_error"}
-        self.recorder.record(id=str(run_id), question=run.question, **fields)
+            fields = {"answer": "", "sources": [], "unassessed": "evaluation_error", "extra": {}}
+        if raised is not None:
+            # Data, not a message: the class of what the run raised after answering.
+            key = "rejected" if isinstance(raised, SynthesisError) else "raised"
+            fields["extra"] = {**fields["extra"], key: type(raised).__name__}
+        self.recorder.record(id=str(run_id), question=run.question, id_scope="run", **fields)
 
     def _row_fields(self, run: _Run, outputs: Any, failed: str | None) -> dict[str, Any]:
         """The answer, sources and numbering of a row (or why it has no sources)."""
@@ -434,6 +592,8 @@ class CitationCallbackHandler(BaseCallbackHandler):
 
     def _question(self, inputs: Any) -> str:
         value = inputs.get(self.question_key) if isinstance(inputs, dict) else inputs
+        if value is None and isinstance(inputs, dict):
+            value = _last_user_text(inputs.get("messages"))  # an agent's input
         return value if isinstance(value, str) else ""
 
     def _answer_text(self, outputs: Any) -> str | None:
@@ -464,6 +624,23 @@ class CitationCallbackHandler(BaseCallbackHandler):
     def _append(self, report: CitationReport) -> None:
         with self._lock:
             self.reports.append(report)
+
+
+def _last_user_text(messages: object) -> str | None:
+    """The text of the last user message of an agent's ``messages`` input, if any."""
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message.text
+        if (
+            isinstance(message, tuple)
+            and len(message) == 2  # noqa: PLR2004 - a (role, text) pair
+            and message[0] in ("user", "human")
+            and isinstance(message[1], str)
+        ):
+            return message[1]
+    return None
 
 
 def _documents_in(values: Any) -> list[Document]:

@@ -292,6 +292,10 @@ def create_structured_citation_chain(  # noqa: PLR0913 - keyword-only options, e
 ) -> Runnable[dict[str, Any], dict[str, Any]]:
     """Build the guide's structured-citation chain, with the check at its end.
 
+    With a ``retriever``, the input is the question itself (``chain.invoke("How fast
+    is a cheetah?")``) or ``{"question": ...}``; without one, it is ``{"question":
+    ..., "context": [Document, ...]}``.
+
     The chain is ``RunnablePassthrough.assign(answer=...)`` as in LangChain's guide:
     the documents under ``context`` are rendered by `format_documents_with_ids` into
     ``prompt``, ``llm.with_structured_output(schema)`` answers, and a
@@ -303,8 +307,9 @@ def create_structured_citation_chain(  # noqa: PLR0913 - keyword-only options, e
         llm: A chat model that implements ``with_structured_output``.
         schema: The answer schema (e.g. ``answer: str`` and ``citations: list[int]``,
             or citations as ``source_id``/``quote`` objects).
-        retriever: When given, the input is ``{"question": ...}`` and the documents
-            are retrieved for it; otherwise the input carries them under ``context``.
+        retriever: When given, the input is the question (a string, or
+            ``{"question": ...}``) and the documents are retrieved for it; otherwise
+            the input carries them under ``context``.
         prompt: A chat prompt with ``{context}`` and ``{question}``.
         include_raw: Passed to ``with_structured_output``: the ``answer`` is then the
             ``{"raw", "parsed", "parsing_error"}`` dict, and a parsing error rejects
@@ -316,6 +321,9 @@ def create_structured_citation_chain(  # noqa: PLR0913 - keyword-only options, e
 
     Raises:
         ValueError: ``index_base`` is not 0 or 1.
+
+    The built chain raises ``TypeError`` for an input of another shape, naming the
+    keys it needs.
     """
     base = check_index_base(index_base)
     render: Runnable[dict[str, Any], dict[str, Any]] = RunnableLambda(
@@ -332,5 +340,32 @@ def create_structured_citation_chain(  # noqa: PLR0913 - keyword-only options, e
     ).assign(**{checked_key: checker})
     if retriever is not None:
         retrieve = RunnablePassthrough.assign(context=itemgetter("question") | retriever)
-        chain = retrieve | chain
-    return chain
+        question = RunnableLambda(_question_input, name="question")
+        return question | retrieve | chain
+    return RunnableLambda(_documents_input, name="question_and_context") | chain
+
+
+def _question_input(given: object) -> dict[str, Any]:
+    """A retrieving chain's input: a question, as a string or under ``question``."""
+    if isinstance(given, str):
+        return {"question": given}
+    if isinstance(given, dict) and isinstance(given.get("question"), str):
+        return given
+    msg = "the chain takes a question: a string, or a dict holding it under 'question'"
+    raise TypeError(msg)
+
+
+def _documents_input(given: object) -> dict[str, Any]:
+    """A chain without a retriever takes the question and the documents."""
+    if (
+        isinstance(given, dict)
+        and isinstance(given.get("question"), str)
+        and isinstance(given.get("context"), list)
+    ):
+        return given
+    msg = (
+        "without a retriever the chain takes a dict holding the question under "
+        "'question' and its Documents under 'context'; give create_structured_"
+        "citation_chain a retriever to invoke it with the question alone"
+    )
+    raise TypeError(msg)

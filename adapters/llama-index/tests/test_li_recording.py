@@ -26,7 +26,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.query import QueryEndEvent
 from llama_index.core.query_engine import CitationQueryEngine
 
-from citemark import MarkerOutOfRangeError
+from citemark import MarkerOutOfRangeError, SynthesisError
 from citemark.reports import RowRecorder
 from llama_index.postprocessor.citemark import CITATION_QA_TEMPLATE, CitationPostprocessor
 from llama_index.postprocessor.citemark.testing import ScriptedLLM
@@ -174,6 +174,52 @@ class TestRecordThenCheck:
         assert ([], "numbering_unknown") == (row["sources"], row["unassessed"])
 
 
+def check(path, out) -> dict[str, dict]:
+    """``python -m citemark check FILE --out DIR --json``; rows.jsonl's records by id."""
+    completed = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "citemark", "check", str(path), "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode in (0, 1), completed.stderr
+    json.loads(completed.stdout)
+    records = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    return {record["id"]: record for record in records}
+
+
+class TestRejectedAnswersOnTwoDays:
+    def test_cited_query_engine_rejections_check_to_fabricated_citation(self, tmp_path):
+        """CitedQueryEngine (CitationPostprocessor's cite_as numbering) over two days, one
+        rejected [5] of two nodes each day: check fails that row as fabricated_citation,
+        where the old row was chain_error with no answer."""
+        for day in ("day1", "day2"):
+            path = tmp_path / f"{day}.jsonl"
+            handler = CitationRecordingHandler(path)
+            get_dispatcher().add_event_handler(handler)  # one day's handler, one file
+            llm = ScriptedLLM(replies=["Filed [1].", f"Kept [5]. {day}"])
+            engine = CitedQueryEngine.from_args(
+                index_of_nodes([APACHE, BSD]).as_retriever(similarity_top_k=2), llm=llm
+            )
+            try:
+                engine.query(QUESTION)
+                with pytest.raises(MarkerOutOfRangeError):
+                    engine.query("What must be kept?")
+            finally:
+                get_dispatcher().event_handlers.remove(handler)
+            good, bad = rows(path.read_text())
+            assert (f"Kept [5]. {day}", "cite_as", "MarkerOutOfRangeError") == (
+                bad["answer"],
+                bad["numbered_by"],
+                bad["rejected"],
+            )
+            by_id = check(path, tmp_path / f"{day}-out")
+            assert "failed" == by_id[bad["id"]]["outcome"]
+            assert ["fabricated_citation"] == by_id[bad["id"]]["details"]["deterministic_failures"]
+            assert "failed" != by_id[good["id"]]["outcome"]
+            assert "chain_error" not in {r.get("reason") for r in by_id.values()}
+
+
 class TestTopLevelOnly:
     def test_a_wrapped_engine_gives_one_row(self, attach):
         """CitedQueryEngine runs a nested query; only the top-level one is a row.
@@ -189,21 +235,35 @@ class TestTopLevelOnly:
         assert row["id"].startswith("CitedQueryEngine.query-")
         assert [APACHE.text, BSD.text] == [s["text"] for s in row["sources"]]
 
-    def test_a_failed_query_is_one_row_and_the_next_is_top_level(self, attach):
-        """A query that raises is a chain_error row; the query after it is recorded normally."""
+    def test_a_rejected_query_is_one_row_and_the_next_is_top_level(self, attach):
+        """A query rejected after its model answered is one row holding that answer (it
+        was ``chain_error`` with no answer before); the query after it is recorded normally."""
         out = io.StringIO()
         attach(CitationRecordingHandler(out))
         engine = CitedQueryEngine(citation_engine("Filed [9].", "Filed [1]."))
         with pytest.raises(MarkerOutOfRangeError):
             engine.query(QUESTION)
         engine.query(QUESTION)
-        failed, answered = rows(out.getvalue())
-        assert ("", [], "chain_error") == (
-            failed["answer"],
-            failed["sources"],
-            failed["unassessed"],
+        rejected, answered = rows(out.getvalue())
+        assert ("Filed [9].", [APACHE.text, BSD.text]) == (
+            rejected["answer"],
+            [s["text"] for s in rejected["sources"]],
         )
+        assert ("MarkerOutOfRangeError", "run") == (rejected["rejected"], rejected["id_scope"])
+        assert "unassessed" not in rejected
+        assert rejected["id"].startswith("CitedQueryEngine.query-")
         assert ("Filed [1].", 2) == (answered["answer"], len(answered["sources"]))
+        assert "rejected" not in answered
+
+    def test_a_query_that_raised_before_any_answer_is_chain_error(self, attach):
+        """A blank question is refused before the wrapped engine runs: no answer exists."""
+        out = io.StringIO()
+        attach(CitationRecordingHandler(out))
+        with pytest.raises(SynthesisError):
+            CitedQueryEngine(citation_engine("Filed [1].")).query("   ")
+        (row,) = rows(out.getvalue())
+        assert ("", [], "chain_error") == (row["answer"], row["sources"], row["unassessed"])
+        assert "rejected" not in row
 
     def test_a_streaming_response_is_no_answer(self, attach):
         """A streaming response has no text when the query ends: no_answer, never a guess."""

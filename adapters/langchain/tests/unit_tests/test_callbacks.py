@@ -129,15 +129,30 @@ class TestNeverRaises:
         chain.invoke({"question": QUESTION}, config={"callbacks": [handler]})
         assert [("unassessed", "numbering_unknown", None, [])] == outcomes(handler)
 
-    def test_chain_error_is_recorded(self):
-        """A chain that fails is recorded as unassessed with chain_error."""
+    def test_chain_error_before_an_answer_is_recorded(self):
+        """A chain that fails before its model answered is unassessed with chain_error."""
+
+        def broken(_: object) -> str:
+            raise RuntimeError
+
+        chain = RunnableLambda(broken) | FakeListChatModel(responses=["Filed [1]."])
+        handler = CitationCallbackHandler()
+        with pytest.raises(RuntimeError):
+            chain.invoke({"question": QUESTION}, config={"callbacks": [handler]})
+        assert [("unassessed", "chain_error", None, [])] == outcomes(handler)
+        assert handler.reports[0].rejected is None
+
+    def test_a_rejected_answer_is_reported_as_what_it_cited(self):
+        """citemark's own chain rejecting [9] of two: the report is the answer's, out of
+        range at 9, and says what rejected it; before, it was chain_error."""
         chain = CitedAnswerChain(llm=FakeListChatModel(responses=["Filed [9]."]))
         handler = CitationCallbackHandler()
         with pytest.raises(MarkerOutOfRangeError):
             chain.invoke(
                 {"question": QUESTION, "documents": DOCUMENTS}, config={"callbacks": [handler]}
             )
-        assert [("unassessed", "chain_error", None, [])] == outcomes(handler)
+        assert [("out_of_range", None, 9, [])] == outcomes(handler)
+        assert "MarkerOutOfRangeError" == handler.reports[0].rejected
 
     def test_odd_output_is_unassessed(self):
         """A chain whose output holds no answer text is unassessed with no_answer."""

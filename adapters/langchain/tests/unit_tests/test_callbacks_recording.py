@@ -152,8 +152,9 @@ class TestUnassessedRows:
         (row,) = rows(out.getvalue())
         assert ([], "numbering_unknown") == (row["sources"], row["unassessed"])
 
-    def test_a_failed_run_is_one_row(self):
-        """A chain that raises is still one row, unassessed with chain_error."""
+    def test_a_rejected_run_is_one_row_with_its_answer(self):
+        """A chain that raises after its model answered is one row holding that answer,
+        the documents it numbered and what rejected it (before: chain_error, no answer)."""
         out = io.StringIO()
         handler = CitationCallbackHandler(record_to=out)
         chain = CitedAnswerChain(llm=FakeListChatModel(responses=["Filed [9]."]))
@@ -163,7 +164,9 @@ class TestUnassessedRows:
                 {"question": "What?", "documents": documents}, config={"callbacks": [handler]}
             )
         (row,) = rows(out.getvalue())
-        assert ("", [], "chain_error") == (row["answer"], row["sources"], row["unassessed"])
+        assert ("Filed [9].", ["BSD"]) == (row["answer"], [s["doc_id"] for s in row["sources"]])
+        assert ("MarkerOutOfRangeError", "run") == (row["rejected"], row["id_scope"])
+        assert "unassessed" not in row
         assert str(handler.reports[0].run_id) == row["id"]
 
     def test_citemarks_own_chain_is_recorded_with_its_numbering(self):

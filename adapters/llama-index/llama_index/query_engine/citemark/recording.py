@@ -20,10 +20,19 @@ How the numbering is known, never guessed (the row's ``numbered_by`` says which)
 
 Anything else (a prompt that does not number the nodes, several LLM calls, labels out
 of order) is recorded with no sources and ``unassessed: numbering_unknown``; a query
-that raised with ``chain_error``; a response with no text yet (a streaming response,
-whose text exists only once it is consumed) with ``no_answer``. A nested query (a
-sub-question engine's, or the engine `CitedQueryEngine` wraps) belongs to the
-top-level query around it and gets no row of its own.
+that raised before any answer with ``chain_error``; a response with no text yet (a
+streaming response, whose text exists only once it is consumed) with ``no_answer``. A
+nested query (a sub-question engine's, or the engine `CitedQueryEngine` wraps) belongs
+to the top-level query around it and gets no row of its own. Every row carries
+``"id_scope": "run"``: its id, a query's span id, names that one run only.
+
+**A rejected answer is recorded with what the model said.** When the top-level query
+raises after a nested query answered (`CitedQueryEngine` rejecting a ``[5]`` of three
+nodes: its wrapped engine's query ended with a response, then the check raised), the
+row is that nested response's, read as any response is (its text, its source nodes in
+the order the model saw them), plus ``"rejected": "<citemark error class>"`` (or
+``"raised": "<exception class>"`` for an error that is not citemark's), so that
+``citemark check`` finds the same violation the next day.
 
 Concurrent queries never mix: every event carries the span id of the query it
 belongs to, and a query's LLM prompt is tied to it through a context variable set
@@ -35,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
+import sys
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
@@ -82,6 +92,9 @@ class _Query:
         self.question = question
         self.token = token
         self.prompts: list[str] = []
+        # The latest response a nested query ended with: the answer, should the
+        # top-level query raise after it.
+        self.answered: object = None
 
 
 class _Row:
@@ -188,10 +201,14 @@ class CitationRecordingHandler(BaseEventHandler):
             query = self._finish(event.span_id)
             if query is not None:
                 self._write(event.span_id or "", query, event.response)
+            else:
+                self._nested_answer(event.response)
         elif isinstance(event, SpanDropEvent):
             query = self._finish(event.span_id)
             if query is not None:
-                self._write(event.span_id or "", query, None)
+                # Dispatched from inside the dispatcher's except block: the error is
+                # the one being handled. Only its class is kept, as data.
+                self._write(event.span_id or "", query, None, raised=sys.exc_info()[1])
 
     def _start(self, event: QueryStartEvent) -> None:
         span_id = event.span_id
@@ -210,6 +227,13 @@ class CitationRecordingHandler(BaseEventHandler):
             if query is not None:
                 query.prompts.append(prompt)
 
+    def _nested_answer(self, response: object) -> None:
+        """Keep a nested query's response on the open top-level query around it."""
+        with self._lock:
+            query = self._open.get(self._current.get() or "")
+            if query is not None and response is not None:
+                query.answered = response
+
     def _finish(self, span_id: str | None) -> _Query | None:
         with self._lock:
             query = self._open.pop(span_id, None) if span_id is not None else None
@@ -222,12 +246,27 @@ class CitationRecordingHandler(BaseEventHandler):
 
     # --- rows ----------------------------------------------------------------------
 
-    def _write(self, span_id: str, query: _Query, response: object) -> None:
+    def _write(
+        self,
+        span_id: str,
+        query: _Query,
+        response: object,
+        *,
+        raised: BaseException | None = None,
+    ) -> None:
+        extra: dict[str, str] = {}
+        if response is None and query.answered is not None and _answer(query.answered):
+            # The query raised after a nested query answered: record that answer.
+            response = query.answered
+            if raised is not None:
+                key = "rejected" if isinstance(raised, SynthesisError) else "raised"
+                extra[key] = type(raised).__name__
         try:
             answer, row = self._answer_and_row(query, response)
         except Exception:  # noqa: BLE001 - never raise into the query
             answer, row = "", _Row(unassessed="evaluation_error")
-        extra = {} if row.numbered_by is None else {"numbered_by": row.numbered_by}
+        if row.numbered_by is not None:
+            extra["numbered_by"] = row.numbered_by
         self.recorder.record(
             id=span_id,
             question=query.question,
@@ -236,6 +275,7 @@ class CitationRecordingHandler(BaseEventHandler):
             index_base=row.index_base,
             unassessed=row.unassessed,
             extra=extra,
+            id_scope="run",
         )
 
     def _answer_and_row(
