@@ -36,6 +36,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.tracers import LangChainTracer
 from langchain_core.vectorstores import InMemoryVectorStore
 from langsmith import Client
+from langsmith._internal._beta_decorator import LangSmithDeprecationWarning
 from langsmith.schemas import Example, Run
 
 from citemark._formats import ReadOptions, Recorded, reader_for
@@ -54,23 +55,34 @@ QUESTION = "How fast is a cheetah?"
 
 
 class Recorder(BaseHTTPRequestHandler):
-    """Answers every LangSmith call with ``{}`` and keeps the multipart parts it is sent."""
+    """Keeps the multipart parts LangSmith posts, and serves them back as ``/runs/query``.
+
+    ``POST /runs/query`` (what `Client.list_runs` calls) answers with every run posted
+    so far, merged; every other call is answered with ``{}``.
+    """
 
     parts: list[tuple[str, bytes]]
 
     def handle_any(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        reply = b"{}"
         if self.path.startswith("/runs/multipart"):
             head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
             message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
             for part in message.iter_parts():
                 name = part.get_param("name", header="content-disposition")
                 self.parts.append((str(name), part.get_payload(decode=True)))
+        elif self.path.startswith("/runs/query"):
+            # as the API sends runs: their attachments as s3_urls, which the client converts
+            served = [
+                {k: v for k, v in r.items() if k != "attachments"} for r in posted_runs(self.parts)
+            ]
+            reply = json.dumps({"runs": served}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", "2")
+        self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
-        self.wfile.write(b"{}")
+        self.wfile.write(reply)
 
     def do_GET(self) -> None:
         self.handle_any()
@@ -294,3 +306,57 @@ def test_check_end_to_end(langsmith_client, tmp_path):
     rows = read(runs)
     native = b"".join(json.dumps(r.row).encode() + b"\n" for r in rows)
     assert recorded == run_check(tmp_path, "native", native)
+
+
+class TestListedRuns:
+    """What a user dumps from `Client.list_runs`: a JSON array of `Run.dict()` objects."""
+
+    def listed(self, client: Client, parts: list[tuple[str, bytes]], *chains: Any) -> list[Run]:
+        traced(client, parts, *chains)
+        with pytest.warns(LangSmithDeprecationWarning, match="list_runs"):
+            return list(client.list_runs(project_id=uuid.uuid4()))
+
+    @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
+    @pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "pretty"])
+    def test_a_json_array_of_listed_runs_reads_as_its_jsonl(self, langsmith_client, indent):
+        """``json.dump([r.dict() for r in client.list_runs(...)])``: the rows of the same runs.
+
+        Each row's line is its root run's position in the array; its id is the trace id,
+        marked as a per-run id.
+        """
+        runs = self.listed(*langsmith_client, rag_chain("Fast [2]."), rag_chain("Slow [1]."))
+        assert 9 < len(runs)
+        dumped = json.dumps([r.dict() for r in runs], default=str, indent=indent).encode()
+        records = list(reader_for("langsmith")(io.BytesIO(dumped), ReadOptions()))
+        jsonl = read([r.model_dump(mode="json") for r in runs])
+        assert [r.row for r in jsonl] == [r.row for r in records]
+        assert ["Fast [2].", "Slow [1]."] == sorted(str((r.row or {})["answer"]) for r in records)
+        assert all(r.unassessed is None and r.malformed is None for r in records)
+        roots = [n for n, r in enumerate(runs, start=1) if r.parent_run_id is None]
+        assert sorted(roots) == sorted(r.line for r in records)
+        assert {"run"} == {(r.row or {})["id_scope"] for r in records}
+
+    def test_runs_pretty_printed_one_after_another(self, langsmith_client):
+        """Runs dumped one ``json.dump(..., indent=2)`` after another: each row's line is its root's."""
+        runs = self.listed(*langsmith_client, rag_chain("Fast [2]."))
+        texts = [json.dumps(r.model_dump(mode="json"), indent=2) + "\n" for r in runs]
+        records = list(reader_for("langsmith")(io.BytesIO("".join(texts).encode()), ReadOptions()))
+        (record,) = records
+        root = next(n for n, r in enumerate(runs) if r.parent_run_id is None)
+        assert 1 + sum(text.count("\n") for text in texts[:root]) == record.line
+        assert read([r.model_dump(mode="json") for r in runs])[0].row == record.row
+
+    def test_a_cut_array_is_one_malformed_record(self, langsmith_client):
+        """An array cut short: the runs before the cut are read, then one structural reason."""
+        runs = self.listed(*langsmith_client, rag_chain("Fast [2]."))
+        dumped = json.dumps([r.model_dump(mode="json") for r in runs]).encode()
+        records = list(reader_for("langsmith")(io.BytesIO(dumped[:-40]), ReadOptions()))
+        reasons = [r.malformed for r in records if r.malformed]
+        assert ["the file ends inside a run"] == reasons
+
+
+def test_an_example_id_is_the_datasets():
+    """A dataset example's id names the question: it carries no id_scope."""
+    example = TestExamples().example({"answer": "Fast [1].", "context": ["Cheetahs run."]})
+    (record,) = read([example])
+    assert "id_scope" not in (record.row or {})

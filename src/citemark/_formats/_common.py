@@ -257,6 +257,10 @@ class JsonTokens:
         """The bytes from ``start`` to ``end`` (stream offsets, at or after `keep`)."""
         return bytes(self._buffer[start - self._base : end - self._base])
 
+    def newlines(self, start: int, end: int) -> int:
+        """How many line feeds lie between ``start`` and ``end`` (at or after `keep`)."""
+        return self._buffer.count(b"\n", start - self._base, end - self._base)
+
     def non_blank(self, start: int, end: int) -> bool:
         """Whether anything but JSON whitespace lies between ``start`` and ``end``."""
         lo, hi = start - self._base, end - self._base
@@ -274,8 +278,10 @@ class JsonTokens:
                 position = match.end() + self._base
                 yield buffer[match.start()], start, position
                 continue
-            # No token, or a string not closed yet: read on from where the search stops.
-            resume = position if match is None else match.start() + self._base
+            # No token, or a string not closed yet: read on. With no token at all, no
+            # token starts before the end either, so the search goes on from there and a
+            # long stretch without one (blanks, a number) is searched once, not per block.
+            resume = self.end if match is None else match.start() + self._base
             wanted = _BLOCK if match is None else max(_BLOCK, self.end - resume)
             if not self._read(wanted, resume):
                 if match is not None:

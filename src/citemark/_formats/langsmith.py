@@ -1,7 +1,13 @@
-"""``citemark check --from langsmith``: LangSmith runs and dataset examples, one JSON object a line.
+"""``citemark check --from langsmith``: LangSmith runs and dataset examples, as users dump them.
 
-A line is either a **run** (it has ``run_type``): a `langsmith.schemas.Run` as the SDK
-exports it (``Run.model_dump(mode="json")``), or a run as the tracer posts it, its
+The file is JSONL (one record a line), a JSON array of records (the natural
+``json.dump([r.dict() for r in client.list_runs(...)], f, default=str)``), or records
+pretty-printed one after another (`citemark._formats._records.json_records`, which
+streams an array element by element). A row's `Recorded.line` is the line its record
+starts on, or the record's 1-based position in an array.
+
+A record is either a **run** (it has ``run_type``): a `langsmith.schemas.Run` as the SDK
+exports it (``Run.model_dump(mode="json")``, ``Run.dict()``), or a run as the tracer posts it, its
 multipart parts merged into one object (``post.<id>`` gives the fields,
 ``post.<id>.inputs`` / ``.outputs`` the ``inputs`` and ``outputs``, a ``patch.<id>``
 part updates them); or a **dataset example** (`langsmith.schemas.Example`: ``inputs``,
@@ -10,13 +16,15 @@ part updates them); or a **dataset example** (`langsmith.schemas.Example`: ``inp
 Runs may come in any order and the runs of several traces may be interleaved. They
 are grouped by ``trace_id`` (else the first id in ``dotted_order``, else a root run's
 own ``id``) and linked by ``parent_run_id``; a run's ``child_runs`` are read as runs
-of the same trace. A trace is read once no run of it has come for `WINDOW` lines, or
-at the end of the file, so memory holds at most the runs of `WINDOW` lines. A run
-that comes after its trace was read is a malformed line (its trace was reported
+of the same trace. A trace is read once no run of it has come for `WINDOW` records, or
+at the end of the file, so memory holds at most the runs of `WINDOW` records. A run
+that comes after its trace was read is a malformed record (its trace was reported
 without it); a trace whose root run never came is un-assessed
 (``trace_incomplete``). From each trace:
 
-- ``id`` is the trace id (the root run's ``id``);
+- ``id`` is the trace id (the root run's ``id``), with ``id_scope`` ``"run"``: it names
+  one run of the pipeline, so ``citemark diff`` never matches rows by it (an
+  example's ``id`` is the dataset's and has no ``id_scope``);
 - ``question`` is the root's ``inputs.question``, ``inputs.query`` or
   ``inputs.input`` (the first that is a string), else its only input when that is a
   string;
@@ -49,6 +57,7 @@ from citemark._formats._common import (
     retrieved_row,
     source_from_document,
 )
+from citemark._formats._records import json_records
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -56,8 +65,8 @@ if TYPE_CHECKING:
 __all__ = ["READ_TRACE_MEMORY", "WINDOW", "read"]
 
 WINDOW: Final = 10_000
-"""Lines after a trace's latest run before the trace is read: runs of one trace must lie
-within this many lines of each other."""
+"""Records (lines of JSONL, elements of an array) after a trace's latest run before the
+trace is read: runs of one trace must lie within this many records of each other."""
 
 READ_TRACE_MEMORY: Final = 100_000
 """How many traces already read are remembered, so that a late run of one is reported."""
@@ -84,7 +93,8 @@ class _Run(NamedTuple):
 class _Trace:
     def __init__(self, line: int) -> None:
         self.first_line = line
-        self.last_line = line
+        self.last_record = 0
+        """The 0-based count of the file's record that brought the trace's latest run."""
         self.runs: list[_Run] = []
 
 
@@ -101,11 +111,15 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
     """
     open_traces: OrderedDict[str, _Trace] = OrderedDict()
     done: OrderedDict[str, None] = OrderedDict()
-    for number, raw in enumerate(handle, start=1):
-        if not raw.strip():
-            continue
-        yield from _close_idle(open_traces, done, number, options)
-        runs = _line(number, raw, options)
+    first = True
+    for count, (number, raw, problem) in enumerate(json_records(handle, "run")):
+        yield from _close_idle(open_traces, done, count, options)
+        runs = (
+            Recorded(number, None, malformed=problem)
+            if raw is None
+            else _line(number, raw, options, first=first)
+        )
+        first = False
         if isinstance(runs, Recorded):
             yield runs
             continue
@@ -116,11 +130,11 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
                     number,
                     None,
                     malformed=f"a run of a trace already read: a trace's runs must lie "
-                    f"within {WINDOW} lines of each other",
+                    f"within {WINDOW} records of each other",
                 )
                 break
             trace = open_traces.pop(trace_id, None) or _Trace(number)
-            trace.last_line = number
+            trace.last_record = count
             trace.runs.append(run)
             open_traces[trace_id] = trace
     while open_traces:
@@ -128,10 +142,10 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         yield _read_trace(trace_id, trace, options)
 
 
-def _line(number: int, raw: bytes, options: ReadOptions) -> Recorded | list[_Run]:
-    """One line: its runs, or the row of an example, or why it is malformed."""
+def _line(number: int, raw: bytes, options: ReadOptions, *, first: bool) -> Recorded | list[_Run]:
+    """One record: its runs, or the row of an example, or why it is malformed."""
     try:
-        value = loads(raw, first=number == 1)
+        value = loads(raw, first=first)
         if not isinstance(value, dict):
             return Recorded(number, None, malformed="not a JSON object")
         if "run_type" not in value:
@@ -144,13 +158,13 @@ def _line(number: int, raw: bytes, options: ReadOptions) -> Recorded | list[_Run
 def _close_idle(
     open_traces: OrderedDict[str, _Trace],
     done: OrderedDict[str, None],
-    number: int,
+    count: int,
     options: ReadOptions,
 ) -> Iterator[Recorded]:
-    """Read every trace whose latest run is `WINDOW` lines or more behind."""
+    """Read every trace whose latest run is `WINDOW` records or more behind."""
     while open_traces:
         trace_id, trace = next(iter(open_traces.items()))
-        if number - trace.last_line < WINDOW:
+        if count - trace.last_record < WINDOW:
             return
         del open_traces[trace_id]
         done[trace_id] = None
@@ -195,7 +209,13 @@ def _read_trace(trace_id: str, trace: _Trace, options: ReadOptions) -> Recorded:
     runs = sorted(trace.runs, key=lambda run: run.order)
     roots = [run for run in runs if run.value.get("parent_run_id") is None]
     line = roots[0].line if roots else trace.first_line
-    row: dict[str, object] = {"id": trace_id, "question": "", "answer": "", "sources": []}
+    row: dict[str, object] = {
+        "id": trace_id,
+        "id_scope": "run",
+        "question": "",
+        "answer": "",
+        "sources": [],
+    }
     ids = {run.value["id"] for run in runs}
     if len(roots) > 1:
         return Recorded(line, None, malformed=f"the trace has {len(roots)} root runs")

@@ -24,7 +24,14 @@ The mapping itself is checked before the first line is read (`check_mapping`): a
 unknown field or a pointer that is not RFC 6901 is a `MappingError`. The resolved
 values are handed on as they are (an ``answer`` that is an object stays an object),
 and ``citemark check`` reads the row as it reads a native line, so the same rows
-give the same results in either file. The input is read one line at a time.
+give the same results in either file. The input is JSONL, read one line at a time,
+or a JSON array of records, or records pretty-printed one after another, streamed
+record by record (`citemark._formats._records`): a row's `Recorded.line` is the line
+its record starts on, or its 1-based position in the array.
+
+An ``id`` mapped here is the user's own: it is taken to name the question across
+runs (no ``id_scope``), as a dataset id does; a row mapped from a trace export keeps
+its trace id only if the user maps it.
 """
 
 from __future__ import annotations
@@ -35,10 +42,11 @@ from operator import getitem
 from typing import TYPE_CHECKING, Final, NamedTuple, cast
 
 from citemark._formats._base import Recorded
-from citemark._formats._common import json_lines, text_lines
+from citemark._formats._records import json_records, json_values
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
+    from typing import BinaryIO
 
     from citemark._formats._base import ReadOptions
 
@@ -136,8 +144,8 @@ def check_mapping(mapping: Mapping[str, str]) -> CheckedMapping:
     return CheckedMapping(row, source)
 
 
-def read(handle: Iterable[bytes], options: ReadOptions) -> Iterator[Recorded]:
-    """Read a JSONL file through ``options.mapping``, one `Recorded` per non-blank line.
+def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
+    """Read a JSON file through ``options.mapping``, one `Recorded` per record.
 
     The mapping is checked at once, before the first line is read.
 
@@ -150,8 +158,8 @@ def read(handle: Iterable[bytes], options: ReadOptions) -> Iterator[Recorded]:
     return _records(handle, check_mapping(options.mapping))
 
 
-def _records(handle: Iterable[bytes], mapping: CheckedMapping) -> Iterator[Recorded]:
-    for line, value in json_lines(text_lines(handle)):
+def _records(handle: BinaryIO, mapping: CheckedMapping) -> Iterator[Recorded]:
+    for line, value in json_values(json_records(handle)):
         if isinstance(value, str):  # the line's reason
             yield Recorded(line, None, value)
             continue

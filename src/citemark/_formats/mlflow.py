@@ -2,14 +2,17 @@
 
 A file holds MLflow traces (``{"info": {...}, "data": {"spans": [...]}}``) one per
 line (JSONL), as a JSON array of traces, or as one or more pretty-printed traces one
-after another. JSONL is read a line at a time; an array or a pretty-printed file is
-cut into its traces by an incremental splitter, so memory stays bounded by the
-largest trace, never the file.
+after another (`citemark._formats._records.json_records`). JSONL is read a line at a
+time; an array or a pretty-printed file is cut into its traces by an incremental
+splitter, so memory stays bounded by the largest trace, never the file, and time is
+linear in it. A row's `Recorded.line` is the line its trace starts on (JSONL,
+pretty-printed) or the trace's 1-based position in the array.
 
 Every span attribute value is JSON text inside the JSON file, so it is decoded a
 second time. From each trace:
 
-- ``id`` is ``info.trace_id``;
+- ``id`` is ``info.trace_id``, and ``id_scope`` is ``"run"``: a trace id names one run
+  of the pipeline, not the question, so ``citemark diff`` never matches rows by it;
 - ``question`` is the root span's ``mlflow.spanInputs``: a string as it is; an
   object's ``question``, ``query`` or ``input`` string (the first of them present),
   else its only value when it has exactly one and that is a string; else empty;
@@ -35,12 +38,10 @@ says it came from the prompt; ``--index-base`` wins over the prompt.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._formats._base import ReadOptions, Recorded
 from citemark._formats._common import (
-    JsonTokens,
     MalformedError,
     answer_from_output,
     loads,
@@ -48,154 +49,14 @@ from citemark._formats._common import (
     question_from,
     retrieved_row,
 )
-from citemark._strictjson import StrictJSONError, loads_strict
+from citemark._formats._records import json_records
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-__all__ = ["json_records", "read"]
+__all__ = ["read"]
 
-_CHUNK: Final = 1 << 16
 _MODEL_TYPES: Final = frozenset({"CHAT_MODEL", "LLM"})
-
-
-# --- the file: JSONL, a JSON array, or JSON values one after another ---------------
-
-
-def json_records(handle: BinaryIO) -> Iterator[tuple[int, bytes | None, str | None]]:
-    """The JSON records of a file, streamed: ``(where, bytes, None)`` or ``(where, None, reason)``.
-
-    A file whose first line is a whole JSON object is JSONL: ``where`` is the 1-based
-    line, and a bad line is one malformed record. Otherwise the file is a JSON array
-    of objects or JSON objects one after another (pretty-printed): ``where`` is the
-    record's 1-based position, and a break in the structure ends the file with one
-    malformed record, since nothing after it can be told apart.
-    """
-    head = handle.read(_CHUNK)
-    start = _first_content(head)
-    while start is None and head:
-        more = handle.read(_CHUNK)
-        if not more:
-            return
-        head += more
-        start = _first_content(head)
-    if start is None:
-        return
-    if head[start : start + 1] == b"{":
-        end = head.find(b"\n", start)
-        while end < 0:
-            more = handle.read(_CHUNK)
-            if not more:
-                end = len(head)
-                break
-            head += more
-            end = head.find(b"\n", start)
-        if _is_object(head[start:end]):
-            yield from _jsonl(head, handle)
-            return
-    yield from _split(JsonTokens(handle, head))
-
-
-def _first_content(data: bytes) -> int | None:
-    match = re.search(rb"\S", data)
-    return None if match is None else match.start()
-
-
-def _is_object(line: bytes) -> bool:
-    try:
-        return isinstance(loads_strict(line.decode("utf-8-sig"), max_bytes=None), dict)
-    except (StrictJSONError, UnicodeDecodeError):
-        return False
-
-
-def _jsonl(head: bytes, handle: BinaryIO) -> Iterator[tuple[int, bytes | None, str | None]]:
-    lines = head.split(b"\n")
-    tail = lines.pop()
-    number = 0
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            yield number, raw, None
-    rest = tail + handle.readline()
-    while rest:
-        number += 1
-        if rest.strip():
-            yield number, rest, None
-        rest = handle.readline()
-
-
-_OPEN_OBJECT: Final = ord("{")
-_OPEN_ARRAY: Final = ord("[")
-_CLOSE_ARRAY: Final = ord("]")
-_COMMA: Final = ord(",")
-_OPENERS: Final = frozenset(b"{[")
-_CLOSERS: Final = frozenset(b"}]")
-_OTHER: Final = ord("x")  # any byte that is neither structural nor blank
-
-
-class _SplitState:
-    """Where the splitter is between traces: in an array or not, and how many were cut."""
-
-    def __init__(self) -> None:
-        self.array: bool | None = None
-        self.closed = False
-        self.position = 0
-
-
-def _split(tokens: JsonTokens) -> Iterator[tuple[int, bytes | None, str | None]]:
-    """Cut a JSON array of objects, or objects one after another, into its objects."""
-    state = _SplitState()
-    depth, start, previous = 0, 0, 0
-    for byte, begin, end in tokens:
-        if depth > 0:
-            if byte in _OPENERS:
-                depth += 1
-            elif byte in _CLOSERS:
-                depth -= 1
-                if depth == 0:
-                    state.position += 1
-                    yield state.position, tokens.take(start, end), None
-                    tokens.keep(end)
-            previous = end
-            continue
-        problem = _between(state, _OTHER) if tokens.non_blank(previous, begin) else None
-        if problem is None and byte != _COMMA:
-            problem = _between(state, byte)
-            depth, start = (1, begin) if byte == _OPEN_OBJECT and problem is None else (0, 0)
-        if problem is not None:
-            yield state.position + 1, None, problem
-            return
-        previous = end
-        tokens.keep(start if depth else end)
-    if depth > 0:
-        yield state.position + 1, None, "the file ends inside a trace"
-        return
-    problem = _between(state, _OTHER) if tokens.non_blank(previous, tokens.end) else None
-    if problem is not None:
-        yield state.position + 1, None, problem
-    elif state.array and not state.closed:
-        yield state.position + 1, None, "the file ends inside the JSON array"
-
-
-def _between(state: _SplitState, byte: int) -> str | None:
-    """Take one byte met outside any trace; a structural reason when it cannot be there.
-
-    ``[`` opens the array (first thing only), ``]`` closes it, ``{`` opens a trace.
-    """
-    if state.closed:
-        return "text follows the end of the JSON array"
-    if state.array is None:
-        state.array = byte == _OPEN_ARRAY
-        if state.array:
-            return None
-    if state.array and byte == _CLOSE_ARRAY:
-        state.closed = True
-        return None
-    if byte != _OPEN_OBJECT:
-        return "a trace must be a JSON object"
-    return None
-
-
-# --- one trace -----------------------------------------------------------------------
 
 
 def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
@@ -209,7 +70,7 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         One row per trace, malformed with a structural reason when it cannot be read.
     """
     first = True
-    for where, raw, problem in json_records(handle):
+    for where, raw, problem in json_records(handle, "trace"):
         if raw is None:
             yield Recorded(where, None, malformed=problem)
             continue
@@ -270,7 +131,13 @@ def _trace(where: int, value: object, options: ReadOptions) -> Recorded:
     if len(roots) > 1:
         msg = f"the trace has {len(roots)} root spans"
         raise MalformedError(msg)
-    row: dict[str, object] = {"id": trace_id, "question": "", "answer": "", "sources": []}
+    row: dict[str, object] = {
+        "id": trace_id,
+        "id_scope": "run",
+        "question": "",
+        "answer": "",
+        "sources": [],
+    }
     lost_parent = any(span.parent is not None and span.parent not in ids for span in spans)
     if not roots or lost_parent or info.get("state") == "IN_PROGRESS":
         return Recorded(where, row, unassessed="trace_incomplete")

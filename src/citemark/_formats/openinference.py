@@ -10,6 +10,9 @@ reader takes them in the three forms they are written down in:
 * **SDK JSON**: the ``ReadableSpan.to_json()`` objects ``ConsoleSpanExporter``
   prints, pretty-printed one after another or one per line (``0x`` hex ids, flat
   attributes, ``parent_id``).
+* **A JSON array** of either (``json.dump([json.loads(s.to_json()) for s in spans],
+  f)``): it is streamed element by element (`citemark._formats._records`), never
+  loaded whole, and a reason names a bad element by its position in the array.
 * **Phoenix Parquet**: a file that starts with ``PAR1`` is handed to
   ``citemark._formats.phoenix``.
 
@@ -17,7 +20,8 @@ One trace is one row, emitted when its root span (the span with no parent) arriv
 spans of a trace may arrive over many lines, children before their root. The row is
 built from the spans' attributes:
 
-* ``id``: the trace id in lowercase hex, whatever encoding the file used.
+* ``id``: the trace id in lowercase hex, whatever encoding the file used; the row's
+  ``id_scope`` is ``"run"``, since a trace id names one run, not the question.
 * ``question``: the root span's ``input.value``. When ``input.mime_type`` says it is
   JSON (LangChain's raw chain input), the ``question``, ``input`` or ``query`` key
   (first found, a string), else the only value of a one-key object when it is a
@@ -77,6 +81,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._formats._base import ReadOptions, Recorded
+from citemark._formats._records import JsonRecord, first_byte, json_records, peek
 from citemark._strictjson import StrictJSONError, loads_strict
 
 if TYPE_CHECKING:
@@ -154,45 +159,15 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         One `Recorded` per trace (or per malformed record), in the order the rows
         are complete: a trace when its root span arrives, incomplete ones last.
     """
-    head, handle = _peek(handle, len(_PARQUET_MAGIC))
+    head, handle = peek(handle, len(_PARQUET_MAGIC))
     if head == _PARQUET_MAGIC:
         yield from _read_parquet(handle, options)
         return
+    first, handle = first_byte(handle)
+    if first == b"[":
+        yield from _TraceReader(options).read(_array_values(json_records(handle, "span")))
+        return
     yield from _TraceReader(options).read(_json_values(handle))
-
-
-def _peek(handle: BinaryIO, size: int) -> tuple[bytes, BinaryIO]:
-    """The first ``size`` bytes of ``handle``, and a handle that still starts with them."""
-    if isinstance(handle, io.BufferedReader):
-        return handle.peek(size)[:size], handle
-    if handle.seekable():
-        position = handle.tell()
-        head = handle.read(size)
-        handle.seek(position)
-        return head, handle
-    head = handle.read(size)
-    return head, io.BufferedReader(_Prefixed(head, handle))
-
-
-class _Prefixed(io.RawIOBase):
-    """A non-seekable handle with the bytes already read from it put back in front."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self._head = head
-        self._rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        if self._head:
-            count = min(len(buffer), len(self._head))
-            buffer[:count] = self._head[:count]
-            self._head = self._head[count:]
-            return count
-        chunk = self._rest.read(len(buffer))
-        buffer[: len(chunk)] = chunk
-        return len(chunk)
 
 
 def _read_parquet(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
@@ -216,8 +191,17 @@ def _read_parquet(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
 
 class _Value(NamedTuple):
     line: int
-    """The 1-based line of the file the value starts on."""
+    """The 1-based line of the file the value starts on, or its position in a JSON array."""
     value: object
+    in_array: bool = False
+    """Whether the value is an element of the JSON array the file holds."""
+
+    @property
+    def place(self) -> str:
+        """Where the value is, as a reason names it."""
+        if self.in_array:
+            return f"element {self.line} of the JSON array"
+        return f"line {self.line}"
 
 
 class Bad(NamedTuple):
@@ -227,6 +211,25 @@ class Bad(NamedTuple):
     """The 1-based line the record starts on (0 when it is not a line's)."""
     reason: str
     """A structural sentence that quotes nothing of the input."""
+
+
+def _array_values(records: Iterable[JsonRecord]) -> Iterator[_Value | Bad]:
+    """The elements of a JSON array of spans or OTLP requests, parsed one at a time."""
+    for record in records:
+        if record.raw is None:
+            yield Bad(record.where, record.reason or "not a JSON array")
+            continue
+        try:
+            text = record.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            yield Bad(record.where, f"element {record.where} of the JSON array is not UTF-8")
+            continue
+        value = _parse(text)
+        if isinstance(value, _ParseError):
+            reason = f"element {record.where} of the JSON array is {value.reason}"
+            yield Bad(record.where, reason)
+        else:
+            yield _Value(record.where, value, in_array=True)
 
 
 def _json_values(handle: BinaryIO) -> Iterator[_Value | Bad]:
@@ -389,12 +392,12 @@ def _spans_of(item: _Value) -> Iterator[Span | Bad]:
     if isinstance(value, dict):
         resource_spans = _field(value, "resourceSpans", "resource_spans")
         if resource_spans is not None:
-            yield from _otlp_spans(item.line, resource_spans)
+            yield from _otlp_spans(item, resource_spans)
             return
         if "context" in value and "attributes" in value:
-            yield _sdk_span(item.line, value)
+            yield _sdk_span(item, value)
             return
-    yield Bad(item.line, f"the record at line {item.line} is neither an OTLP request nor a span")
+    yield Bad(item.line, f"the record at {item.place} is neither an OTLP request nor a span")
 
 
 def _field(value: Mapping[str, object], camel: str, snake: str) -> object:
@@ -402,8 +405,8 @@ def _field(value: Mapping[str, object], camel: str, snake: str) -> object:
     return value.get(snake) if found is None else found
 
 
-def _otlp_spans(line: int, resource_spans: object) -> Iterator[Span | Bad]:
-    where = f"the OTLP request at line {line}"
+def _otlp_spans(item: _Value, resource_spans: object) -> Iterator[Span | Bad]:
+    line, where = item.line, f"the OTLP request at {item.place}"
     if not isinstance(resource_spans, list):
         yield Bad(line, f"{where} has resourceSpans that is not a list")
         return
@@ -422,11 +425,11 @@ def _otlp_spans(line: int, resource_spans: object) -> Iterator[Span | Bad]:
                 continue
             for span in spans:
                 number += 1
-                yield _otlp_span(line, number, span)
+                yield _otlp_span(item, number, span)
 
 
-def _otlp_span(line: int, number: int, value: object) -> Span | Bad:
-    where = f"span {number} of the OTLP request at line {line}"
+def _otlp_span(item: _Value, number: int, value: object) -> Span | Bad:
+    line, where = item.line, f"span {number} of the OTLP request at {item.place}"
     if not isinstance(value, dict):
         return Bad(line, f"{where} is not a JSON object")
     trace_id = _otlp_id(_field(value, "traceId", "trace_id"), _TRACE_BYTES)
@@ -528,8 +531,8 @@ def _is_int(text: str) -> bool:
     return digits.isascii() and digits.isdigit()
 
 
-def _sdk_span(line: int, value: Mapping[str, object]) -> Span | Bad:
-    where = f"the span at line {line}"
+def _sdk_span(item: _Value, value: Mapping[str, object]) -> Span | Bad:
+    line, where = item.line, f"the span at {item.place}"
     context = value.get("context")
     if not isinstance(context, dict):
         return Bad(line, f"{where} has no context object")
@@ -712,8 +715,18 @@ def assess_trace(
 
 
 def bare_row(trace_id: str, question: str, answer: str | dict[str, object]) -> dict[str, object]:
-    """A trace's row without sources, as an un-assessed row carries it."""
-    return {"id": trace_id, "question": question, "answer": answer, "sources": []}
+    """A trace's row without sources, as an un-assessed row carries it.
+
+    Its ``id`` is the trace id, which names one run of the pipeline: ``id_scope`` says
+    so, and ``citemark diff`` never matches rows by it.
+    """
+    return {
+        "id": trace_id,
+        "id_scope": "run",
+        "question": question,
+        "answer": answer,
+        "sources": [],
+    }
 
 
 def _question(root: Span) -> str:

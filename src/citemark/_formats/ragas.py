@@ -3,9 +3,11 @@
 Ragas keeps a RAG run as a ``SingleTurnSample``, and an ``EvaluationDataset`` of
 them writes itself as JSONL (``to_jsonl``: one sample per line, unset fields
 left out) or as CSV (``to_csv``: one sample per record, list fields written as
-Python ``repr`` lists such as ``['first', 'second']``). Both are read, told apart by
-content: a file whose first non-blank line starts with ``{`` is JSONL, any other
-is CSV. A sample becomes a row:
+Python ``repr`` lists such as ``['first', 'second']``); a user dumping
+``dataset.to_list()`` writes one JSON array of the samples. All three are read, told
+apart by content: a file whose first non-blank byte is ``[`` is a JSON array (streamed
+element by element, `citemark._formats._records`), ``{`` is JSONL (or samples
+pretty-printed one after another), anything else is CSV. A sample becomes a row:
 
 * ``question`` ← ``user_input``; ``answer`` ← ``response``.
 * ``sources[i].text`` ← ``retrieved_contexts[i]``, in list order.
@@ -13,8 +15,9 @@ is CSV. A sample becomes a row:
   written as a string) when the sample has ids; else the source's 1-based
   position in the list (``"1"``, ``"2"``, ...), as ``--map`` names a source
   without one.
-* ``id``: none. Ragas records no row id, so a row is known by its line (JSONL) or
-  by its 1-based position among the CSV's records (the header is not counted).
+* ``id``: none. Ragas records no row id, so a row is known by its line (JSONL, the
+  line a pretty-printed sample starts on), by its 1-based position in a JSON array,
+  or by its 1-based position among the CSV's records (the header is not counted).
 * ``index_base`` ← ``--index-base`` when given, else citemark's default.
 
 Ragas records no numbering: the order of ``retrieved_contexts`` is taken as the
@@ -42,11 +45,11 @@ from citemark._formats._base import Recorded
 from citemark._formats._common import (
     MalformedError,
     csv_records,
-    json_lines,
     recorded_row,
     text_field,
     text_lines,
 )
+from citemark._formats._records import first_byte, json_records, json_values
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -68,16 +71,12 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
     Yields:
         One `Recorded` per sample, in file order; blank JSONL lines are skipped.
     """
-    lines = text_lines(handle)
-    first = next(lines, None)
-    if first is None:
+    first, handle = first_byte(handle)
+    if first in {b"{", b"["}:
+        for where, value in json_values(json_records(handle, "sample")):
+            yield _recorded(where, value, options)
         return
-    lines = _chain(first, lines)
-    if first[1] is not None and first[1].lstrip().startswith("{"):
-        for number, value in json_lines(lines):
-            yield _recorded(number, value, options)
-        return
-    for number, record in csv_records(text for _, text in lines):
+    for number, record in csv_records(text for _, text in text_lines(handle)):
         yield _recorded(number, record, options, from_csv=True)
 
 
@@ -105,13 +104,6 @@ def repr_list(text: str) -> list[str | int] | None:
             return None
         items.append(item.value)
     return items
-
-
-def _chain(
-    first: tuple[int, str | None], rest: Iterator[tuple[int, str | None]]
-) -> Iterator[tuple[int, str | None]]:
-    yield first
-    yield from rest
 
 
 # --- One sample to one row -------------------------------------------------------
