@@ -33,19 +33,28 @@ def checked_once(tmp_path: Path, name: str, answer: str) -> Path:
     return tmp_path / name
 
 
-def replicated(seed: Path, out: Path, rows: int, *, changed_every: int = 0) -> Path:
+def replicated(
+    seed: Path, out: Path, rows: int, *, changed_every: int = 0, per_run: str = ""
+) -> Path:
     """A run of ``rows`` records made from ``seed``'s one record: real records, new ids.
 
-    With ``changed_every``, every so many rows are taken from a failed variant.
+    With ``changed_every``, every so many rows are taken from a failed variant. With
+    ``per_run``, each id is ``per_run`` and the line, marked ``"id_scope": "run"``, and
+    each row asks a question of its own (its digest is the line's), as in two days of a
+    recorded pipeline: rows are then matched by question.
     """
     shutil.copytree(seed, out)
     record = json.loads((seed / "rows.jsonl").read_text().splitlines()[0])
     with (out / "rows.jsonl").open("w", encoding="utf-8") as handle:
         for line in range(1, rows + 1):
             outcome = "failed" if changed_every and line % changed_every == 0 else None
+            ids = {"id": f"q{line}"}
+            if per_run:
+                digests = {**record["digests"], "question": f"{line:016x}"}
+                ids = {"id": f"{per_run}{line}", "id_scope": "run", "digests": digests}
             handle.write(
                 json.dumps(
-                    {**record, "line": line, "id": f"q{line}"}
+                    {**record, "line": line, **ids}
                     | ({"outcome": outcome, "reason": None} if outcome else {})
                 )
                 + "\n"
@@ -78,6 +87,20 @@ class TestBoundedMemory:
         for rows in (small, large):
             old = replicated(seed, tmp_path / f"old{rows}", rows)
             new = replicated(seed, tmp_path / f"new{rows}", rows, changed_every=1000)
+            peaks[rows] = peak_bytes(old, new)
+        assert peaks[large] < 1.2 * peaks[small], peaks
+
+    def test_rows_matched_by_question_keep_the_heap_flat(self, tmp_path):
+        """Per-run ids on both sides (issue 35): matched by question, still in bounded memory."""
+        seed = checked_once(tmp_path, "seed", "The fee is 5% [doc-1].")
+        small, large = 3_000, 12_000
+        peaks = {}
+        for rows in (small, large):
+            old = replicated(seed, tmp_path / f"old{rows}", rows, per_run="monday-")
+            new = replicated(
+                seed, tmp_path / f"new{rows}", rows, changed_every=1000, per_run="tuesday-"
+            )
+            assert {"question": rows} == compare_runs(old, new).matched_by
             peaks[rows] = peak_bytes(old, new)
         assert peaks[large] < 1.2 * peaks[small], peaks
 
