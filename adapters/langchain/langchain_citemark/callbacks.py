@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
 from pydantic import BaseModel, ConfigDict
 
 from citemark import (
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from uuid import UUID
 
-    from langchain_core.outputs import LLMResult
+    from langchain_core.outputs import GenerationChunk, LLMResult
 
     from citemark import Source
     from citemark.reports import RowRecorder, TextWriter
@@ -132,6 +132,14 @@ class _Run:
         # The latest answer the run produced: a model call's reply, or a step's dict
         # output holding the answer key. Recorded when the run raises after it.
         self.answered: Any = None
+        # Whether the latest reply is a stream that has not ended (yet): its tokens.
+        self.cut = False
+        self.streamed: list[str] = []
+        self.streaming: UUID | None = None  # the model call whose tokens those are
+
+    def latest_answer(self) -> Any:
+        """The latest answer: a finished reply or step output, or what a stream said."""
+        return "".join(self.streamed) if self.cut else self.answered
 
     @property
     def documents(self) -> list[Document]:
@@ -311,7 +319,28 @@ class CitationCallbackHandler(BaseCallbackHandler):
         with self._lock:
             run = self._root_run(run_id)
             if run is not None:
-                run.answered = reply
+                run.answered, run.cut, run.streamed = reply, False, []
+
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep what a streaming reply said so far, should a check stop the stream."""
+        text = chunk.message.text if isinstance(chunk, ChatGenerationChunk) else token
+        with self._lock:
+            run = self._root_run(run_id)
+            if run is None or not isinstance(text, str):
+                return
+            if run.cut and run.streaming != run_id:
+                run.streamed = []
+            run.cut, run.streaming = True, run_id
+            run.streamed.append(text)
 
     def on_chain_end(
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -324,12 +353,14 @@ class CitationCallbackHandler(BaseCallbackHandler):
                     values = outputs.values() if isinstance(outputs, dict) else [outputs]
                     run.saw(_documents_in(values))
                     if isinstance(outputs, dict) and outputs.get(self.answer_key) is not None:
-                        run.answered = outputs  # a structured answer, or an assigned one
+                        # A structured answer, or an assigned one.
+                        run.answered, run.cut, run.streamed = outputs, False, []
             return
         with self._lock:
             run = self._runs.pop(run_id, None)
             self._forget(run_id)
         if run is not None:
+            self._late_inputs(run, kwargs.get("inputs"))
             self._record(run_id, run, outputs)
 
     def on_chain_error(
@@ -349,8 +380,10 @@ class CitationCallbackHandler(BaseCallbackHandler):
         with self._lock:
             run = self._runs.pop(run_id, None)
             self._forget(run_id)
-        if run is not None and self._has_answer(run.answered):
-            self._record(run_id, run, run.answered, raised=error)
+        if run is not None:
+            self._late_inputs(run, kwargs.get("inputs"))
+        if run is not None and self._answered(run_id, run, error):
+            self._record(run_id, run, run.latest_answer(), raised=error)
         elif run is not None:
             self._append(
                 CitationReport(
@@ -380,6 +413,41 @@ class CitationCallbackHandler(BaseCallbackHandler):
             report = report.model_copy(update={"rejected": type(raised).__name__})
         self._append(report)
         self._write_row(run_id, run, outputs, None, raised=raised)
+
+    def _answered(self, run_id: UUID, run: _Run, error: BaseException) -> bool:
+        """Whether a run that raised has an answer to record.
+
+        A reply cut short is one only when it is the part a citemark stream check
+        stopped, and it holds the out-of-range marker that stopped it: a row that
+        would not show the violation the run was rejected for is not written as an
+        answer (a stream guard that raised before its token reached this handler,
+        or a stream that broke for another reason).
+        """
+        answer = run.latest_answer()
+        if not self._has_answer(answer):
+            return False
+        if not run.cut:
+            return True
+        if not isinstance(error, MarkerOutOfRangeError):
+            return False
+        try:
+            report = self._check(run_id, run, answer)
+        except Exception:  # noqa: BLE001 - a handler must never raise into the chain
+            return False
+        return report.outcome == "out_of_range" and report.marker == error.marker
+
+    def _late_inputs(self, run: _Run, inputs: Any) -> None:
+        """Read a streamed run's input, which LangChain gives only when the run ends.
+
+        A run started by ``stream`` starts with a placeholder input; its question and
+        the documents it was given come with its end (or error) event.
+        """
+        if inputs is None:
+            return
+        if not run.question:
+            run.question = self._question(inputs)
+        if isinstance(inputs, dict):
+            run.saw(_documents_in(inputs.values()))
 
     def _has_answer(self, answered: Any) -> bool:
         """Whether a run's latest answer is one: a reply with text, or a structured object."""
@@ -537,6 +605,8 @@ class CitationCallbackHandler(BaseCallbackHandler):
             # Data, not a message: the class of what the run raised after answering.
             key = "rejected" if isinstance(raised, SynthesisError) else "raised"
             fields["extra"] = {**fields["extra"], key: type(raised).__name__}
+            if run.cut:
+                fields["extra"]["answer_cut"] = True  # the stream was stopped here
         self.recorder.record(id=str(run_id), question=run.question, id_scope="run", **fields)
 
     def _row_fields(self, run: _Run, outputs: Any, failed: str | None) -> dict[str, Any]:

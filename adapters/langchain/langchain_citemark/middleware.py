@@ -66,6 +66,7 @@ from citemark import (
 )
 from citemark.syntax import check_index_base, source_header
 from citemark.text import counted
+from langchain_citemark.callbacks import CitationCallbackHandler
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -467,7 +468,10 @@ class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
     The model node runs with the graph's callbacks in LangChain's child-config
     context variable; the model call inside ``handler`` reads them from there. The
     guard goes first, and not inherited, so it sees each token of this call before
-    the stream's own handler forwards it, and no other run.
+    the stream's own handler forwards it, and no other run. Only citemark's own
+    `CitationCallbackHandler` instances go before it: they forward nothing; a recording
+    one then holds the token that completed the bad marker, so the row it writes for
+    the stopped reply shows the violation.
     """
 
     def __init__(self, sources: list[Source] | None, index_base: int) -> None:
@@ -483,10 +487,10 @@ class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
         if isinstance(callbacks, BaseCallbackManager) and callbacks.handlers:
             manager = callbacks.copy()
             guard = _StreamGuard(self._sources, self._index_base)
-            manager.handlers = [guard, *manager.handlers]
+            manager.handlers = _guard_first(guard, manager.handlers)
             patched: Any = manager
         elif isinstance(callbacks, list) and callbacks:
-            patched = [_StreamGuard(self._sources, self._index_base), *callbacks]
+            patched = _guard_first(_StreamGuard(self._sources, self._index_base), callbacks)
         else:
             # No handler at all: nothing can stream the reply (a chat model streams
             # only for a streaming handler or an explicit flag, and the stream's
@@ -497,6 +501,12 @@ class _guarded:  # noqa: N801 - used as a context manager, like contextlib's
     def __exit__(self, *exc_info: object) -> None:
         if self._token is not None:
             var_child_runnable_config.reset(self._token)
+
+
+def _guard_first(guard: _StreamGuard, handlers: Sequence[Any]) -> list[Any]:
+    """The guard ahead of every handler but citemark's own recording ones."""
+    ours = [h for h in handlers if isinstance(h, CitationCallbackHandler)]
+    return [*ours, guard, *(h for h in handlers if not isinstance(h, CitationCallbackHandler))]
 
 
 def _raise_if_out_of_range(text: str, sources: list[Source], base: int) -> None:

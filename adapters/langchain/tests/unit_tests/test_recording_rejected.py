@@ -213,6 +213,82 @@ class TestEveryPathRecordsTheAnswer:
         assert ["resolved"] == [r.outcome for r in handler.reports]
 
 
+class TestStoppedStreams:
+    """A stream citemark stopped at the bad marker: the row holds what was said up to it.
+
+    Before, each was chain_error with no answer (and, streamed, with no question).
+    """
+
+    def assert_cut_row(self, path, tmp_path, answer, question, marker):
+        (row,) = rows(path.read_text())
+        assert (answer, question, True) == (row["answer"], row["question"], row["answer_cut"])
+        assert ("MarkerOutOfRangeError", 3) == (row["rejected"], len(row["sources"]))
+        by_id = check(path, tmp_path / "out")
+        assert ("failed", None, ["fabricated_citation"]) == verdict(by_id[row["id"]])
+        return row
+
+    def test_the_parser_streaming(self, tmp_path):
+        path = tmp_path / "stream.jsonl"
+        handler = CitationCallbackHandler(record_to=path)
+        chain = tutorial_chain(FakeListChatModel(responses=["Keep it [5] and more text."]))
+        with pytest.raises(MarkerOutOfRangeError):
+            list(chain.stream(BAD, config={"callbacks": [handler]}))
+        self.assert_cut_row(path, tmp_path, "Keep it [5]", BAD, 5)
+        assert [("out_of_range", 5)] == [(r.outcome, r.marker) for r in handler.reports]
+
+    def test_cited_answer_chain_streaming(self, tmp_path):
+        path = tmp_path / "stream.jsonl"
+        handler = CitationCallbackHandler(record_to=path)
+        chain = create_cited_answer_chain(FakeListChatModel(responses=["Keep it [5] and more."]))
+        documents = retriever().invoke(BAD)
+        with pytest.raises(MarkerOutOfRangeError):
+            list(
+                chain.stream(
+                    {"question": BAD, "documents": documents}, config={"callbacks": [handler]}
+                )
+            )
+        self.assert_cut_row(path, tmp_path, "Keep it [5]", BAD, 5)
+
+    def test_the_middlewares_stream_guard(self, tmp_path):
+        """The guard raises inside the token callback; the recorder still got that token."""
+        path = tmp_path / "stream.jsonl"
+        handler = CitationCallbackHandler(record_to=path)
+        docs = [Document(text, metadata={"source": name}) for name, text in TEXTS.items()]
+        model = GenericFakeChatModel(messages=iter(["It ends on filing [1] or [4] then."]))
+        agent = create_agent(model, middleware=[CitationMiddleware(sources_key="documents")])
+        streamed = []
+        with pytest.raises(MarkerOutOfRangeError):
+            for token, _ in agent.stream(
+                {"messages": [("user", GOOD)], "documents": docs},
+                config={"callbacks": [handler]},
+                stream_mode="messages",
+            ):
+                streamed.append(token.text)
+        assert "[4]" not in "".join(streamed)  # the bad token never streamed out
+        self.assert_cut_row(path, tmp_path, "It ends on filing [1] or [4]", GOOD, 4)
+
+    def test_a_stream_that_broke_for_another_reason_is_chain_error(self):
+        """Tokens cut by an error that is not the marker check are no answer: chain_error."""
+
+        def fails(chunks):
+            for _ in chunks:
+                raise RuntimeError(CANARY)
+            yield ""
+
+        out = io.StringIO()
+        handler = CitationCallbackHandler(record_to=out)
+        chain = (
+            {"context": retriever() | format_documents, "question": RunnablePassthrough()}
+            | PROMPT
+            | FakeListChatModel(responses=["Keep it [1] and more."])
+            | fails
+        )
+        with pytest.raises(RuntimeError):
+            list(chain.stream(BAD, config={"callbacks": [handler]}))
+        (row,) = rows(out.getvalue())
+        assert ("", "chain_error") == (row["answer"], row["unassessed"])
+
+
 class ToolCallingFake(GenericFakeChatModel):
     """GenericFakeChatModel that accepts the schema tool; the script decides the call."""
 
