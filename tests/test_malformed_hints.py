@@ -76,12 +76,31 @@ FORMATS = [
     (
         "json-array-one-line",
         [dumps([{"input": CANARY, "actual_output": CANARY}])],
-        "a JSON array of deepeval records: read the file with --from deepeval",
+        (
+            "line 1: not a JSON object (the file is a JSON array of DeepEval records: "
+            "read it with --from deepeval)"
+        ),
     ),
     (
         "json-array-pretty",
         ["[", "  " + dumps({"input": CANARY, "actual_output": CANARY}), "]"],
+        (
+            "line 1: not valid JSON (the file is a JSON array of DeepEval records: "
+            "read it with --from deepeval)"
+        ),
+    ),
+    (
+        "json-array-pretty-unknown",
+        ["[", "  " + dumps({"question": CANARY, "answer": CANARY}), "]"],
         "the line opens a JSON array spread over lines",
+    ),
+    (
+        "pretty-printed-otlp",
+        ["{", '  "resourceSpans": [', "  ]", "}"],
+        (
+            "line 1: not valid JSON (the file holds OpenInference records: "
+            "read it with --from openinference)"
+        ),
     ),
     (
         "pretty-printed-object",
@@ -127,7 +146,7 @@ class TestAnotherToolsFile:
             check=False,
         )
         assert 0 == done.returncode, done.stderr
-        assert "1 of 1 row cites correctly" in done.stdout
+        assert 1 == len((tmp_path / "o" / "rows.jsonl").read_text(encoding="utf-8").splitlines())
 
 
 class TestEveryReasonShows:
@@ -164,7 +183,10 @@ class TestEveryReasonShows:
         assert 2 == done.returncode
         assert 1 == len(done.stderr.splitlines())
         assert "lines 2-3: not valid JSON" in done.stderr
-        assert "--from openinference and --from mlflow read pretty-printed files" in done.stderr
+        assert (
+            "--from langsmith, --from openinference, --from mlflow, --from ragas and --map "
+            "read pretty-printed files"
+        ) in done.stderr
         assert CANARY not in done.stderr + done.stdout
 
 

@@ -48,10 +48,10 @@ __all__ = ["CheckRow", "RowOptions", "describe_unreadable", "parse_recorded", "p
 
 _KNOWN_SOURCE_FIELDS: Final = frozenset(Source.model_fields)
 # The readers of a file that is one JSON array of records.
-_ARRAY_READERS: Final = ("deepeval", "mlflow")
+_ARRAY_READERS: Final = ("ragas", "deepeval", "langsmith", "openinference", "mlflow")
 _ARRAYS_READ: Final = (
-    "citemark reads one JSON object a line; --from deepeval and --from mlflow read "
-    "a JSON array of their records"
+    "citemark reads one JSON object a line; every --from reader (and --map) reads "
+    "a JSON array of its records"
 )
 # Where LangChain chains put their answer, question and Documents (RetrievalQA:
 # result, query, source_documents; create_retrieval_chain: answer, input, context).
@@ -132,6 +132,8 @@ def parse_row(
     raw: bytes,
     group_by: str | None = None,
     options: RowOptions = _DEFAULT_OPTIONS,
+    *,
+    file_hint: str | None = None,
 ) -> CheckRow | MalformedLine | None:
     """Read one input line as a row.
 
@@ -140,6 +142,8 @@ def parse_row(
         raw: The line's bytes, with or without its line break.
         group_by: A field whose value the row keeps as `CheckRow.group`.
         options: The check's base and a structured answer's field pointers.
+        file_hint: What the whole file was found to be (`citemark._formats._hints`):
+            a malformed line's reason gives it instead of the line's own hint.
 
     Returns:
         The row; a `MalformedLine` with a structural reason when the line is not a
@@ -148,17 +152,19 @@ def parse_row(
     try:
         text = raw.decode("utf-8-sig" if line == 1 else "utf-8")
     except UnicodeDecodeError:
-        return MalformedLine(line=line, reason="not UTF-8 text")
+        return MalformedLine(line=line, reason=_hinted("not UTF-8 text", file_hint))
     if not text.strip():
         return None
     try:
         value = _loads(text)
     except _MalformedError as exc:
-        return MalformedLine(line=line, reason=_with_shape_hint(str(exc), text))
+        reason = _hinted(str(exc), file_hint) if file_hint else _with_shape_hint(str(exc), text)
+        return MalformedLine(line=line, reason=reason)
     try:
         row = _row(line, value, options)
     except _MalformedError as exc:
-        return MalformedLine(line=line, reason=_with_hint(str(exc), value))
+        reason = _hinted(str(exc), file_hint) if file_hint else _with_hint(str(exc), value)
+        return MalformedLine(line=line, reason=reason)
     if group_by is not None and isinstance(value, dict):
         row = row._replace(group=value.get(group_by))
     return row
@@ -188,6 +194,10 @@ def parse_recorded(
     if group_by is not None:
         row = row._replace(group=value.get(group_by))
     return row
+
+
+def _hinted(reason: str, hint: str | None) -> str:
+    return reason if hint is None else f"{reason} ({hint})"
 
 
 def _with_hint(reason: str, value: object) -> str:
@@ -252,8 +262,9 @@ def _with_shape_hint(reason: str, text: str) -> str:
     if shape == "{":
         return (
             f"{reason} (the line opens a JSON object spread over lines, pretty-printed: "
-            "citemark reads one object a line (write it with jq -c); --from openinference "
-            "and --from mlflow read pretty-printed files)"
+            "citemark reads one object a line (write it with jq -c); --from langsmith, "
+            "--from openinference, --from mlflow, --from ragas and --map read "
+            "pretty-printed files)"
         )
     return reason
 

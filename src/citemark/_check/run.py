@@ -60,6 +60,7 @@ from citemark._check.sinks import (
 )
 from citemark._errors import NoRowsError
 from citemark._formats import ReadOptions
+from citemark._formats._hints import file_hint
 from citemark._provider_rows import count_provider_citations, with_provider_findings
 from citemark._reports import (
     CheckSummary,
@@ -241,12 +242,23 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
 def _native_rows(
     handle: BinaryIO, digest: hashlib._Hash, group_by: str | None, options: RowOptions
 ) -> Iterator[CheckRow | MalformedLine]:
-    """The rows of citemark's own JSONL, each line's bytes hashed as it is read."""
+    """The rows of citemark's own JSONL, each line's bytes hashed as it is read.
+
+    When the first line is not a row, the file's content says which ``--from`` reads
+    it (`file_hint`), and that line's reason says so.
+    """
+    hinted = False  # the file is looked at once, at most: at its first line
     for number, raw in enumerate(handle, start=1):
         digest.update(raw)
         parsed = parse_row(number, raw, group_by, options)
-        if parsed is not None:
-            yield parsed
+        if parsed is None:
+            continue
+        if not hinted and isinstance(parsed, MalformedLine) and handle.seekable():
+            hint = file_hint(handle)
+            if hint is not None:
+                parsed = parse_row(number, raw, group_by, options, file_hint=hint) or parsed
+        hinted = True
+        yield parsed
 
 
 def start_outputs(  # noqa: PLR0913, PLR0917 - what every sink is built from
