@@ -1,6 +1,8 @@
 """What changed between two ``citemark check`` runs: `compare_runs` and ``citemark diff``.
 
-Rows are matched by id (else question, else line), and every changed row says why: a
+Rows are matched by id where the two runs share ids (never by a per-run id: a run or
+trace id, ``"id_scope": "run"``), else question, else line, or by the one rule
+``compare_runs(..., match=...)`` forces; every changed row says why: a
 new violation, a resolved one, a changed judge verdict, a changed reason. Two runs of
 a changed pipeline over the same questions compare whatever their answers; the
 comparison counts the rows whose answer, sources or question changed, and names each
