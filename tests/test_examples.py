@@ -81,14 +81,20 @@ class TestDemo:
         )
         assert (0, "") == (done.returncode, done.stderr)
         assert "citemark check: 16 rows of examples/data/example-runs.jsonl" in done.stdout
-        # The headline leads, decided in code: 13 of 16 rows cite correctly, 3 fabricate;
-        # the judge's line comes after it, apart.
+        # The headline leads, decided in code, in the words of what code checked: 13 of 16
+        # rows cite only sources they were given, 3 cite one they were not given; the
+        # judge's line comes after it, apart, and what no judge checked is said.
         lines = done.stdout.splitlines()
         assert (
-            "13 of 16 rows cite correctly (2 cite nothing); 3 have a violation "
-            "(3 fabricated_citation); 0 could not be checked; 0 lines unreadable"
+            "13 of 16 rows cite only sources they were given (2 cite nothing); 3 have a "
+            "violation (3 cite a source they were not given); 0 could not be checked; "
+            "0 lines unreadable"
         ) == lines[1]
         assert "judge: not asked (deterministic findings only)" == lines[2]
+        assert (
+            "not checked without a judge: whether a cited source supports its sentence"
+        ) == lines[3]
+        assert "correctly" not in done.stdout
         assert "passed" not in done.stdout
         assert ["report.html", "report.json", "rows.jsonl"] == sorted(p.name for p in out.iterdir())
         report = json.loads((out / "report.json").read_bytes())

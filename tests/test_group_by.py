@@ -85,7 +85,8 @@ def test_identical_failures_are_one_cause(tmp_path, capsys):
     ]
     # Naive: one line per failed row, five lines saying the same thing.
     assert report["deterministic_failures"] == 5
-    assert "top failure causes: 5 failed fabricated_citation" in printed
+    # Without a judge a failed row is named by the headline's word: a violation.
+    assert "top failure causes: 5 violation fabricated_citation" in printed
     assert "<h2>Top failure causes</h2>" in page
     assert page.count("<code>fabricated_citation</code>") >= 1
 

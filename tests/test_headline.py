@@ -1,7 +1,8 @@
 """The headline of a check (issue 23, item 2): what held, decided in code, everywhere.
 
-One rule (`citation_outcome`) puts every row in one of: cites correctly (an
-abstention included, counted apart), has a violation, could not be checked. It leads
+One rule (`citation_outcome`) puts every row in one of: cites only sources it was
+given (an abstention included, counted apart), has a violation, could not be checked
+(issue 35 renamed "cites correctly", which claimed more than code checks). It leads
 the terminal summary, ``--json``, ``report.json``, and the judge's verdicts are a
 separate line, "not asked" without a judge. Output that is not a terminal is never
 wrapped, and a count of one is singular.
@@ -78,26 +79,26 @@ class TestOneRule:
 
 
 class TestReportJson:
-    def test_the_demo_reads_13_of_16_cite_correctly_3_fabricate(self, tmp_path):
-        """The bundled runs' headline: 13 correct (2 abstentions), 3 violations, judge not asked."""
+    def test_the_demo_reads_13_of_16_cite_only_given_sources_3_fabricate(self, tmp_path):
+        """The bundled runs' headline: 13 cite only given sources (2 abstain), 3 violations."""
         result = run_check(EXAMPLE_RUNS, tmp_path, CitationScorer())
         saved = EvalReport.model_validate_json(result.report_path.read_bytes()).check
         assert saved is not None
         headline = saved.headline
         assert (16, 13, 2, 3, 0, 0) == (
             headline.rows,
-            headline.cite_correctly,
+            headline.cite_only_given_sources,
             headline.cite_nothing,
             headline.violations,
             headline.unchecked,
             headline.unreadable_lines,
         )
         assert saved.judge_verdicts is None
-        # What old readers read is unchanged: fields are added, not renamed.
+        # The judge era's outcomes are still there, under their own names.
         assert (0, 3, 13) == (saved.passed, saved.failed, saved.unassessed)
 
     def test_every_row_is_counted_once(self, tmp_path):
-        """cite_correctly + violations + unchecked is the row count; a reader's reason is named."""
+        """cite_only_given_sources + violations + unchecked is the row count; reasons named."""
         rows = [
             {"answer": "Fees rise [1].", "sources": [s.model_dump() for s in SOURCES]},
             {"answer": "Fees rise [9].", "sources": [s.model_dump() for s in SOURCES]},
@@ -107,7 +108,7 @@ class TestReportJson:
         headline = run_check(path, tmp_path / "out", CitationScorer()).summary.headline
         assert (3, 1, 1, 1) == (
             headline.rows,
-            headline.cite_correctly,
+            headline.cite_only_given_sources,
             headline.violations,
             headline.unchecked,
         )
@@ -124,7 +125,7 @@ class TestReportJson:
         judge = ScriptedChat([passing("doc-1"), reply(0, unsupported(1))])
         result = run_check(path, tmp_path / "out", CitationScorer(judge), concurrency=1)
         summary = result.summary
-        assert (2, 1) == (summary.headline.cite_correctly, summary.headline.violations)
+        assert (2, 1) == (summary.headline.cite_only_given_sources, summary.headline.violations)
         assert summary.judge_verdicts is not None
         assert (1, 1, 0) == (
             summary.judge_verdicts.faithful,
@@ -141,7 +142,8 @@ class TestTerminal:
         """--json's check object holds the same headline and a null judge_verdicts."""
         done = cli("check", "examples/data/example-runs.jsonl", "--out", str(tmp_path), "--json")
         check = json.loads(done.stdout)["check"]
-        assert 13 == check["headline"]["cite_correctly"]
+        assert 13 == check["headline"]["cite_only_given_sources"]
+        assert "cite_correctly" not in check["headline"]
         assert 2 == check["headline"]["cite_nothing"]
         assert check["judge_verdicts"] is None
 
@@ -164,7 +166,7 @@ class TestTerminal:
         assert 0 == done.returncode, done.stderr
         assert "1 rows" not in done.stdout
         assert f"citemark check: 1 row of {path}" in done.stdout
-        assert "1 of 1 row cites correctly" in done.stdout
+        assert "1 of 1 row cites only sources it was given" in done.stdout
         assert "(1 row shown)" in done.stdout
         assert "citation-like text that is not a marker: 1 row (" in done.stdout
 
@@ -214,4 +216,5 @@ class TestEveryKeyIsDocumented:
             "VerdictCounts",
             "ModelIdentity",
             "SynthesisReport",
+            "ViolatingRow",
         } <= names

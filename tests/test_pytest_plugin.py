@@ -150,10 +150,12 @@ class TestPlugin:
             [
                 "4 assert_cited recorded: 3 held, 1 failed",
                 (
-                    "citations: 3 of 4 rows cite correctly; 1 has a violation "
-                    "(1 fabricated_citation); 0 could not be checked; 0 lines unreadable"
+                    "citations: 3 of 4 rows cite only sources they were given; 1 has a "
+                    "violation (1 cites a source it was not given); 0 could not be checked; "
+                    "0 lines unreadable"
                 ),
                 "judge: not asked (deterministic findings only)",
+                "not checked without a judge: whether a cited source supports its sentence",
                 "report in*report.html",
             ]
         )
@@ -187,12 +189,15 @@ def test_abstention_accepted():
                     "2 assert_cited recorded: 1 held, 1 failed "
                     "(1 of them an abstention, which min_citations=0 accepts)"
                 ),
-                "citations: 2 of 2 rows cite correctly (2 cite nothing); 0 have a violation;*",
+                (
+                    "citations: 2 of 2 rows cite only sources they were given (2 cite nothing); "
+                    "0 have a violation;*"
+                ),
             ]
         )
         check = json.loads((out / "report.json").read_text(encoding="utf-8"))["check"]
         assert (2, 2, 0) == (
-            check["headline"]["cite_correctly"],
+            check["headline"]["cite_only_given_sources"],
             check["headline"]["cite_nothing"],
             check["headline"]["violations"],
         )

@@ -143,6 +143,13 @@ def assert_markers_link_to_existing_elements(dom: DOM) -> None:
             assert "issues" in target.within("ul").classes
 
 
+BADGES = {
+    "failed": "violation",
+    "unassessed": "could not be checked",
+    "passed": "cites only sources it was given",
+}
+
+
 def assert_failing_rows_are_marked(dom: DOM) -> None:
     rows = dom.find("section", "row")
     assert 16 == len(rows)
@@ -152,7 +159,8 @@ def assert_failing_rows_are_marked(dom: DOM) -> None:
         outcome = row.attrs["data-outcome"]
         assert outcome in row.classes
         badge = next(e for e in dom.elements if row in e.ancestors and "badge" in e.classes)
-        assert outcome == badge.text
+        # Without a judge the badge speaks the headline's words (issue 35).
+        assert BADGES[outcome] == badge.text
     titles = {
         next(e.text for e in dom.elements if row in e.ancestors and "rid" in e.classes)
         for row in rows

@@ -49,18 +49,20 @@ def cards(dom: DOM) -> dict[str, str]:
 
 class TestStaticHeadline:
     def test_the_headline_leads_and_the_judge_line_is_apart(self, demo_report):
-        """13 of 16 rows cite correctly, 3 fabricate; no judge reads 'not asked'."""
+        """13 of 16 rows cite only given sources, 3 fabricate; no judge reads 'not asked'."""
         dom = DOM(demo_report.read_text(encoding="utf-8"))
         facts = [e.text for e in dom.find("p", "facts")]
         assert [
             (
-                "13 of 16 rows cite correctly (2 cite nothing); 3 have a violation "
-                "(3 fabricated_citation); 0 could not be checked; 0 lines unreadable."
+                "13 of 16 rows cite only sources they were given (2 cite nothing); 3 have a "
+                "violation (3 cite a source they were not given); 0 could not be checked; "
+                "0 lines unreadable."
             ),
             "judge: not asked (deterministic findings only).",
+            "not checked without a judge: whether a cited source supports its sentence.",
         ] == facts
         assert ("16", "13", "2", "3", "0") == tuple(
-            cards(dom)[key] for key in ("rows", "correct", "nothing", "violations", "unchecked")
+            cards(dom)[key] for key in ("rows", "given", "nothing", "violations", "unchecked")
         )
 
     def test_the_page_names_no_command_line_flag(self, demo_report):
@@ -82,42 +84,43 @@ class TestStaticHeadline:
 
 class TestLabelsFollowTheFilters:
     def test_hidden_rows_are_not_counted_as_shown(self, chromium, demo_report):  # noqa: F811
-        """#show=failed: the un-assessed label says 0 shown of 13, not 13 shown of 13."""
+        """#show=failed: the label of the 13 rows citing only given sources says 0 shown of 13.
+
+        Without a judge the three filters are the headline's counts (issue 35): 3 with
+        a violation, 0 that could not be checked, 13 that cite only given sources.
+        """
         dom = DOM(chromium(demo_report.as_uri() + "#show=failed", "--dump-dom"))
         assert {
             "failed": "(3 shown of 3)",
-            "unassessed": "(0 shown of 13)",
-            "passed": "(0 shown of 0)",
+            "unassessed": "(0 shown of 0)",
+            "passed": "(0 shown of 13)",
         } == labels(dom)
 
     def test_every_row_shown_by_default(self, chromium, demo_report):  # noqa: F811
         dom = DOM(chromium(demo_report.as_uri(), "--dump-dom"))
         assert {
             "failed": "(3 shown of 3)",
-            "unassessed": "(13 shown of 13)",
-            "passed": "(0 shown of 0)",
+            "unassessed": "(0 shown of 0)",
+            "passed": "(13 shown of 13)",
         } == labels(dom)
 
 
 class TestCardsFollowTheGroup:
     def test_a_group_shows_its_own_counts(self, chromium, grouped_report):  # noqa: F811
-        """#group=gpt-4o: the cards count that group's 2 rows, 1 correct and 1 violation."""
+        """#group=gpt-4o: the cards count that group's 2 rows, 1 citing only given sources, 1 violation."""
         dom = DOM(chromium(grouped_report.as_uri() + "#group=gpt-4o", "--dump-dom"))
         shown = cards(dom)
-        assert ("2", "1", "1", "1") == (
-            shown["rows"],
-            shown["correct"],
-            shown["violations"],
-            shown["failed"],
-        )
+        assert ("2", "1", "1") == (shown["rows"], shown["given"], shown["violations"])
+        # No judge ran: no judge-era tile is on the page.
+        assert not {"failed", "unassessed", "passed"} & set(shown)
         assert {
             "failed": "(1 shown of 1)",
-            "unassessed": "(1 shown of 1)",
-            "passed": "(0 shown of 0)",
+            "unassessed": "(0 shown of 0)",
+            "passed": "(1 shown of 1)",
         } == labels(dom)
         assert "gpt-4o" in dom.ids()["scope"].text
 
     def test_every_group_shows_the_totals(self, chromium, grouped_report):  # noqa: F811
         dom = DOM(chromium(grouped_report.as_uri(), "--dump-dom"))
-        assert ("3", "2", "1") == tuple(cards(dom)[k] for k in ("rows", "correct", "violations"))
+        assert ("3", "2", "1") == tuple(cards(dom)[k] for k in ("rows", "given", "violations"))
         assert "Counts of every row." == dom.ids()["scope"].text

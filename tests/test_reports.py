@@ -51,9 +51,9 @@ def identity(chat: ScriptedChat, prompt_sha256: str) -> ModelIdentity:
 
 class TestEvalReport:
     def test_defaults_say_what_produced_it(self):
-        """A new report has schema_version 1, this citemark's version and an aware UTC time."""
+        """A new report has schema_version 2, this citemark's version and an aware UTC time."""
         report = EvalReport(input_sha256=DIGEST)
-        assert (1, citemark.__version__, UTC) == (
+        assert (2, citemark.__version__, UTC) == (
             report.schema_version,
             report.citemark_version,
             report.created_at.tzinfo,
@@ -96,7 +96,7 @@ class TestEvalReport:
     @pytest.mark.parametrize(
         ("change", "why"),
         [
-            ({"schema_version": 2}, "another version"),
+            ({"schema_version": 3}, "another version"),
             ({"score": 0.8}, "an unknown field"),
             ({"input_sha256": "ABC"}, "not a hex digest"),
             ({"created_at": datetime(2026, 8, 15)}, "a naive time"),  # noqa: DTZ001

@@ -14,7 +14,7 @@ same ``report.json`` and ``report.html`` as ``citemark check``.
 `citation_outcome` is citemark's one rule for what a row's citations amount to, the
 one ``citemark check``'s headline, its report, JUnit file and this assertion all
 follow (see docs/reports.md, "The headline"). An *abstention*, an answer that cites
-nothing, breaks no citation rule: it is counted with the rows that cite correctly
+nothing, breaks no citation rule: it is counted with the rows citing only given sources
 and named apart (``cites_nothing``). Requiring a citation is the caller's own, extra
 demand: `assert_cited` makes it by default (``min_citations=1``) and says so when it
 fails a row for it; ``citemark check`` never fails an abstention.
@@ -77,7 +77,7 @@ def citation_outcome(findings: ScoreFindings) -> CitationOutcome:
     * ``cited``: every citation is valid and there is at least one: a resolved
       marker, a verified provider citation, or a structured citation in range.
     * ``cites_nothing``: an abstention. Nothing is cited, so nothing is cited
-      wrongly: it counts with the rows that cite correctly, named apart.
+      wrongly: it counts with the rows citing only given sources, named apart.
 
     The judge's opinion never enters: it is a separate, advisory line.
     """

@@ -61,7 +61,8 @@ _RECORDED: Final = {
     "source_order_not_recorded": "the record does not say in what order the model saw its "
     "sources, so their numbering cannot be known",
     "contexts_joined": "the record joined the sources into one string, so where one ends "
-    "and the next begins cannot be known",
+    "and the next begins cannot be known; save the dataset as JSON, which keeps each "
+    'source apart (DeepEval: save_as(file_type="json", ...))',
     "sources_truncated": "the record holds the sources cut short or with some missing "
     "(a trace attribute limit), so they are not the list the model saw",
     "no_retrieval_recorded": "the record holds no retrieved sources for the answer",

@@ -4,7 +4,8 @@
 configuration, the SHA-256 of the input it read, when and by which citemark version
 it was made, and optional sections: `SynthesisReport` for a synthesis run,
 `CheckSummary` for a deterministic check of recorded outputs. `schema_version` is
-``Literal[1]``, and it stays 1 while new fields are additive with defaults. That
+2 (1 still reads: its ``cite_correctly`` is today's ``cite_only_given_sources``), and
+it stays 2 while new fields are additive with defaults. That
 licence holds only because reports live in a git-ignored results folder
 (`citemark.DEFAULT_RESULTS_DIR`) and so never outlive the code that reads them; a
 test asserts the folder is ignored, and when that stops being true the next field is
@@ -18,9 +19,9 @@ counted, never averaged: there is no score here (SPEC §1, contract 3).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
 
 from citemark._artifacts import (
     ModelIdentity,
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from citemark._synthesis import Synthesizer
 
 __all__ = [
+    "MAX_VIOLATING_LISTED",
+    "VIOLATION_WORDS",
     "CheckSummary",
     "CitationHeadline",
     "EvalReport",
@@ -49,14 +52,61 @@ __all__ = [
     "MalformedLine",
     "SynthesisReport",
     "VerdictCounts",
+    "ViolatingRow",
+    "cause_outcome_word",
     "counted",
     "headline_text",
     "judge_text",
     "run_synthesis",
     "run_synthesis_sync",
+    "unchecked_scope_text",
+    "violation_words",
+    "zero_based_text",
 ]
 
-_CONFIG = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+_CONFIG = ConfigDict(
+    frozen=True, extra="forbid", use_attribute_docstrings=True, validate_by_name=True
+)
+
+# Schema 1 named the rows that cite only sources they were given ``cite_correctly``:
+# the same count under a word that claimed more than was checked. A schema 1 report
+# still reads, its count under the new name (see docs/reports.md, "Changes").
+_CITE_ONLY_GIVEN: Final = AliasChoices("cite_only_given_sources", "cite_correctly")
+
+MAX_VIOLATING_LISTED: Final = 10
+"""How many rows with a violation the summary names (``CheckSummary.violating_rows``)."""
+
+VIOLATION_WORDS: Final[dict[str, tuple[str, str]]] = {
+    "fabricated_citation": (
+        "cites a source it was not given",
+        "cite a source they were not given",
+    ),
+    "sentence_coverage_below_minimum": (
+        "cites fewer of its sentences than the minimum",
+        "cite fewer of their sentences than the minimum",
+    ),
+    "span_mismatch": (
+        "cites a span that does not match its source",
+        "cite a span that does not match its source",
+    ),
+    "unrecognized_citation": (
+        "holds citation-like text that is not a marker (strict)",
+        "hold citation-like text that is not a marker (strict)",
+    ),
+    "unsent_document": (
+        "has a provider citation of a document that was not sent",
+        "have a provider citation of a document that was not sent",
+    ),
+    "provider_citation_mismatch": (
+        "has a provider citation that does not re-read from its document",
+        "have a provider citation that does not re-read from its document",
+    ),
+    "quote_not_in_source": (
+        "quotes text that is not in the source it cites",
+        "quote text that is not in the source they cite",
+    ),
+}
+"""Each violation code in words, for one row and for several: what the headline says."""
 
 
 class VerdictCounts(BaseModel):
@@ -171,8 +221,9 @@ class GroupCounts(BaseModel):
     """Rows with each deterministic violation, by code."""
     reasons: dict[str, int] = Field(default_factory=dict)
     """Un-assessed rows per reason code."""
-    cite_correctly: int = 0
-    """Rows that cite correctly, abstentions included (`CitationHeadline`)."""
+    cite_only_given_sources: int = Field(default=0, validation_alias=_CITE_ONLY_GIVEN)
+    """Rows that cite only sources they were given and have no violation, abstentions
+    included (`CitationHeadline`); ``cite_correctly`` in schema 1."""
     cite_nothing: int = 0
     """Of those, the rows that cite nothing."""
     unchecked: int = 0
@@ -198,9 +249,12 @@ class FailureCause(BaseModel):
 class CitationHeadline(BaseModel):
     """What the rows' citations amount to, decided in code: the headline of a check.
 
-    Every row is in exactly one of ``cite_correctly``, ``violations`` and
+    Every row is in exactly one of ``cite_only_given_sources``, ``violations`` and
     ``unchecked`` (see `citemark._assertions.citation_outcome`, the one rule); the
-    judge's verdicts are apart (`CheckSummary.judge_verdicts`).
+    judge's verdicts are apart (`CheckSummary.judge_verdicts`). Code checks that each
+    citation names a source the row was given (and, where asked, coverage, quotes and
+    provider spans); whether a cited source supports its sentence is only a judge's
+    advice, so nothing here says a row cites *correctly*.
     """
 
     model_config = _CONFIG
@@ -208,10 +262,11 @@ class CitationHeadline(BaseModel):
     rows: int = 0
     """Rows read (``CheckSummary.rows``)."""
 
-    cite_correctly: int = 0
-    """Rows in which every citation is valid (a resolved marker, a verified provider
-    citation, a structured citation in range) and no check made in code failed,
-    abstentions included."""
+    cite_only_given_sources: int = Field(default=0, validation_alias=_CITE_ONLY_GIVEN)
+    """Rows in which every citation names a source the row was given (a resolved
+    marker, a verified provider citation, a structured citation in range) and no
+    check made in code failed, abstentions included. Schema 1 called this count
+    ``cite_correctly``; it never meant more than this."""
 
     cite_nothing: int = 0
     """Of those, the abstentions: rows that cite nothing, so cite nothing wrongly."""
@@ -231,49 +286,101 @@ class CitationHeadline(BaseModel):
     """Input lines that could not be read as a row (``CheckSummary.malformed``)."""
 
 
+class ViolatingRow(BaseModel):
+    """A row with a violation, named: where it is, what it is called, what failed."""
+
+    model_config = _CONFIG
+
+    line: int
+    """The row's line (or position) in the input."""
+
+    title: str
+    """The row's title (`citemark._check.titles.row_title`): its id when readable,
+    else its question cut short; printable, at most 80 characters."""
+
+    codes: tuple[str, ...]
+    """The violation codes, in the scorer's order."""
+
+    markers: tuple[str, ...] = ()
+    """The offending markers as written (those naming no source, first ones), at most 5."""
+
+
 def _verb(count: int, one: str, many: str) -> str:
     return one if count == 1 else many
 
 
+def violation_words(code: str, count: int) -> str:
+    """A violation code in words, for ``count`` rows; an unknown code is named as is.
+
+    Example:
+        ```python
+        from citemark._reports import violation_words
+
+        print(violation_words("fabricated_citation", 3))
+        #> cite a source they were not given
+        ```
+    """
+    words = VIOLATION_WORDS.get(code)
+    if words is None:
+        return code
+    return words[0] if count == 1 else words[1]
+
+
 def headline_text(summary: CheckSummary) -> str:
-    """The headline as one sentence: how many rows cite correctly, violate, went unchecked.
+    """The headline as one sentence: what code checked, row by row, with or without a judge.
+
+    Rows that cite only sources they were given (abstentions named apart), rows with a
+    violation (each code in words), rows that could not be checked, unreadable lines.
+    The same words lead the terminal, the page, the pytest summary; the keys of
+    ``report.json`` are these words (`CitationHeadline`). A judge's verdicts are
+    never part of it (`judge_text`).
 
     Example:
         ```python
         from citemark._reports import CheckSummary, CitationHeadline, headline_text
 
-        counts = CitationHeadline(rows=16, cite_correctly=13, cite_nothing=2, violations=3)
+        counts = CitationHeadline(
+            rows=16, cite_only_given_sources=13, cite_nothing=2, violations=3
+        )
         summary = CheckSummary(
             rows=16, passed=0, failed=3, unassessed=13, headline=counts,
             violations={"fabricated_citation": 3},
         )
         for part in headline_text(summary).split("; "):
             print(part)
-        #> 13 of 16 rows cite correctly (2 cite nothing)
-        #> 3 have a violation (3 fabricated_citation)
+        #> 13 of 16 rows cite only sources they were given (2 cite nothing)
+        #> 3 have a violation (3 cite a source they were not given)
         #> 0 could not be checked
         #> 0 lines unreadable
         ```
     """
     h = summary.headline
-    verb = _verb(h.cite_correctly, "cites", "cite")
-    correct = f"{h.cite_correctly} of {counted(h.rows, 'row')} {verb} correctly"
+    verb = _verb(h.cite_only_given_sources, "cites", "cite")
+    pronoun = _verb(h.cite_only_given_sources, "it was", "they were")
+    given = (
+        f"{h.cite_only_given_sources} of {counted(h.rows, 'row')} {verb} only sources "
+        f"{pronoun} given"
+    )
     if h.cite_nothing:
-        correct += f" ({h.cite_nothing} {_verb(h.cite_nothing, 'cites', 'cite')} nothing)"
+        given += f" ({h.cite_nothing} {_verb(h.cite_nothing, 'cites', 'cite')} nothing)"
     violated = f"{h.violations} {_verb(h.violations, 'has', 'have')} a violation"
     if summary.violations:
-        violated += " (" + ", ".join(f"{n} {code}" for code, n in summary.violations.items()) + ")"
+        violated += (
+            " ("
+            + ", ".join(f"{n} {violation_words(code, n)}" for code, n in summary.violations.items())
+            + ")"
+        )
     unchecked = f"{h.unchecked} could not be checked"
     if h.unchecked_reasons:
         unchecked += (
             " (" + ", ".join(f"{n} {code}" for code, n in h.unchecked_reasons.items()) + ")"
         )
     unreadable = f"{counted(h.unreadable_lines, 'line')} unreadable"
-    return f"{correct}; {violated}; {unchecked}; {unreadable}"
+    return f"{given}; {violated}; {unchecked}; {unreadable}"
 
 
 def judge_text(summary: CheckSummary) -> str:
-    """The judge's line, apart from the headline: ``not asked``, or its verdicts.
+    """The judge's line, apart from the headline: ``not asked``, or its advisory verdicts.
 
     Example:
         ```python
@@ -295,6 +402,74 @@ def judge_text(summary: CheckSummary) -> str:
     if summary.judge_calls_saved:
         parts.append(f"{summary.judge_calls_saved} not asked (already failed in code)")
     return f"judge (advisory, never gates) {judge.provider} {judge.model}: " + ", ".join(parts)
+
+
+def cause_outcome_word(outcome: str, *, judged: bool) -> str:
+    """A failure cause's outcome in the run's words: the judge era's, or the headline's.
+
+    Without a judge a failed row is one with a violation, and an un-assessed one was
+    not graded (it cites nothing, or could not be checked).
+
+    Example:
+        ```python
+        from citemark._reports import cause_outcome_word
+
+        print(cause_outcome_word("failed", judged=False), cause_outcome_word("failed", judged=True))
+        #> violation failed
+        ```
+    """
+    if judged:
+        return {"unassessed": "un-assessed"}.get(outcome, outcome)
+    return {"failed": "violation", "unassessed": "not graded"}.get(outcome, outcome)
+
+
+def unchecked_scope_text(summary: CheckSummary) -> str | None:
+    """Without a judge, what was not checked: ``None`` when a judge ran.
+
+    Example:
+        ```python
+        from citemark._reports import CheckSummary, unchecked_scope_text
+
+        print(unchecked_scope_text(CheckSummary(rows=1, passed=0, failed=0, unassessed=1)))
+        #> not checked without a judge: whether a cited source supports its sentence
+        ```
+    """
+    if summary.judge is not None:
+        return None
+    return "not checked without a judge: whether a cited source supports its sentence"
+
+
+def zero_based_text(summary: CheckSummary) -> str | None:
+    """The numbering-base hint, both sides counted; ``None`` when no row cites ``[0]``.
+
+    ``--index-base 0`` is suggested only when it would lower the rows citing a
+    source they were not given: more rows come into range than go out of it.
+
+    Example:
+        ```python
+        from citemark._reports import CheckSummary, zero_based_text
+
+        summary = CheckSummary(
+            rows=24, passed=0, failed=2, unassessed=22,
+            possible_zero_based_numbering=2, out_of_range_numbered_from_zero=22,
+        )
+        for part in zero_based_text(summary).split("; "):
+            print(part)
+        #> 2 rows would be in range numbered from 0
+        #> 22 rows would then be out of range (keep the 1-based numbering)
+        ```
+    """
+    into = summary.possible_zero_based_numbering
+    if not into:
+        return None
+    out = summary.out_of_range_numbered_from_zero
+    text = (
+        f"{counted(into, 'row')} would be in range numbered from 0; "
+        f"{counted(out, 'row')} would then be out of range"
+    )
+    if into > out:
+        return text + " (try --index-base 0)"
+    return text + " (keep the 1-based numbering)"
 
 
 class CheckSummary(BaseModel):
@@ -364,6 +539,15 @@ class CheckSummary(BaseModel):
     possible_zero_based_numbering: int = 0
     """Rows checked 1-based that cite ``[0]`` and would be in range numbered from 0."""
 
+    out_of_range_numbered_from_zero: int = 0
+    """Rows checked 1-based, every marker in range, that cite their last source's
+    number and so would be out of range numbered from 0: the other side of
+    ``possible_zero_based_numbering`` (`zero_based_text`)."""
+
+    violating_rows: tuple[ViolatingRow, ...] = ()
+    """The first rows with a violation (at most `MAX_VIOLATING_LISTED`), in input
+    order, named; ``rows.jsonl`` and ``report.html`` hold them all."""
+
     files: dict[str, Sha256] = Field(default_factory=dict)
     """The files written beside the report (e.g. ``rows.jsonl``, ``report.html``),
     each with the SHA-256 of its bytes, so a reader can tell they belong together."""
@@ -408,9 +592,9 @@ class CheckSummary(BaseModel):
     100 groups, the rest are counted in ``(other)``."""
 
     headline: CitationHeadline = Field(default_factory=CitationHeadline)
-    """The headline, decided in code: how many rows cite correctly (abstentions
-    included and counted apart), have a violation, or could not be checked, and how
-    many lines could not be read. It leads every summary of a check."""
+    """The headline, decided in code: how many rows cite only sources they were given
+    (abstentions included and counted apart), have a violation, or could not be
+    checked, and how many lines could not be read. It leads every summary of a check."""
 
     judge_verdicts: VerdictCounts | None = None
     """The judge's verdicts on the rows whose outcome it decided (those no check made
@@ -428,14 +612,16 @@ class EvalReport(BaseModel):
         data = b'{"question": "When?", "answer": "In May [1]."}'
         report = EvalReport(config={"judge": None}, input_sha256=dataset_sha256(data))
         print(report.schema_version, report.synthesis, report.created_at.tzname())
-        #> 1 None UTC
+        #> 2 None UTC
         ```
     """
 
     model_config = _CONFIG
 
-    schema_version: Literal[1] = 1
-    """The report format's version. It stays 1 while every new field has a default,
+    schema_version: Literal[1, 2] = 2
+    """The report format's version: 2 since the headline's ``cite_correctly`` was
+    renamed ``cite_only_given_sources`` (the same count; docs/reports.md, "Changes").
+    A schema 1 report still reads. A new field with a default keeps the version,
     which is sound only while reports stay in a git-ignored results folder."""
 
     citemark_version: str = Field(default_factory=citemark_version)

@@ -27,7 +27,7 @@ import pytest
 
 from citemark._assertions import AssertionRecord, add_recorder, assert_cited, remove_recorder
 from citemark._check.terminal import printable
-from citemark._reports import headline_text, judge_text
+from citemark._reports import headline_text, judge_text, unchecked_scope_text
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
@@ -190,11 +190,13 @@ class _Reporter:
                 "which min_citations=0 accepts)"
             )
         summary = result.summary
+        scope = unchecked_scope_text(summary)
         return (
             f"{self.rows} assert_cited recorded: {self.held} held, {failed}\n"
             f"citations: {headline_text(summary)}\n"
             f"{judge_text(summary)}\n"
-            f"report in {result.html_path}"
+            + (f"{scope}\n" if scope is not None else "")
+            + f"report in {result.html_path}"
         )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -227,7 +229,8 @@ def _write_report(rows: Path, out: Path, count: int) -> CheckResult:
     The same function as ``citemark check``, with the deterministic scorer (no judge:
     a test run reports what code decided). Its headline counts the rows exactly as
     ``citemark check`` does (`citemark._assertions.citation_outcome`): an abstention
-    cites correctly, named apart; the judge's line says ``not asked``.
+    cites only the sources it was given (none), named apart; the judge's line says
+    ``not asked``, and the next one what was therefore not checked.
     """
     from citemark._check import run_check  # noqa: PLC0415 - only when a report is asked for
     from citemark._scorer.scorer import CitationScorer  # noqa: PLC0415

@@ -126,7 +126,7 @@ class GroupTally:
         for key, hit in (
             ("rows", True),
             (outcome, True),
-            ("cite_correctly", cited in {"cited", "cites_nothing"}),
+            ("cite_only_given_sources", cited in {"cited", "cites_nothing"}),
             ("cite_nothing", cited == "cites_nothing"),
             ("unchecked", cited == "unchecked"),
             ("deterministic_failures", score.is_violation),

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from citemark._check.names import HTML_NAME
 from citemark._markers import parse_markers
+from citemark._reports import cause_outcome_word
 from citemark._scorer.findings import UnresolvedMarker
 
 if TYPE_CHECKING:
@@ -168,10 +169,12 @@ def _causes_html(summary: CheckSummary) -> str:
     if not summary.failure_causes:
         return ""
     items = []
+    judged = summary.judge is not None
     for cause in summary.failure_causes:
         where = ", ".join(f"{_e(name)} {count}" for name, count in cause.groups.items())
+        word = cause_outcome_word(cause.outcome, judged=judged)
         items.append(
-            f'<li><span class="n">{cause.rows}</span> {cause.outcome} '
+            f'<li><span class="n">{cause.rows}</span> {word} '
             f"<code>{_e(cause.cause)}</code>{f' &middot; {where}' if where else ''}</li>"
         )
     return f'<section class="causes"><h2>Top failure causes</h2><ol>{"".join(items)}</ol></section>'
@@ -181,24 +184,25 @@ def _groups_html(summary: CheckSummary) -> str:
     """Every count by ``--group-by`` group, one table row per group."""
     if summary.group_by is None:
         return ""
-    head = "".join(
-        f"<th>{name}</th>"
-        for name in (
-            "group",
-            "rows",
-            "every citation resolves",
-            "deterministic failures",
-            "unrecognized text",
-            "passed",
-            "failed",
-            "un-assessed",
-        )
-    )
+    judged = summary.judge is not None
+    names = [
+        "group",
+        "rows",
+        "cite only sources they were given",
+        "violations",
+        "could not be checked",
+        "unrecognized text",
+    ]
+    if judged:
+        names += ["passed", "failed", "un-assessed"]
+    head = "".join(f"<th>{name}</th>" for name in names)
     body = "".join(
         f'<tr><td><a href="#group={_e(quote(name, safe=""))}">{_e(name)}</a></td>'
-        f"<td>{g.rows}</td><td>{g.citations_all_resolve}</td>"
-        f"<td>{g.deterministic_failures}</td><td>{g.rows_with_unrecognized}</td>"
-        f"<td>{g.passed}</td><td>{g.failed}</td><td>{g.unassessed}</td></tr>"
+        f"<td>{g.rows}</td><td>{g.cite_only_given_sources}</td>"
+        f"<td>{g.deterministic_failures}</td><td>{g.unchecked}</td>"
+        f"<td>{g.rows_with_unrecognized}</td>"
+        + (f"<td>{g.passed}</td><td>{g.failed}</td><td>{g.unassessed}</td>" if judged else "")
+        + "</tr>"
         for name, g in summary.groups.items()
     )
     return (

@@ -1,10 +1,11 @@
 """``report.junit.xml``: a check as JUnit XML, so CI systems show failed rows as failed tests.
 
-Each input line is one ``<testcase>`` named by the row's id (or its line number),
-in input order, and its outcome is the deterministic one, the headline's
+Each input line is one ``<testcase>`` named by the row's title (its readable id, else
+``line N:`` and its question cut short, `citemark._check.titles.row_title`), in input
+order, and its outcome is the deterministic one, the headline's
 (`citemark._assertions.citation_outcome`): a row with a violation is a ``<failure>``
-(type ``deterministic_violation``); a row that cites correctly passes, an abstention
-included; a row whose citations could not be checked is ``<skipped>`` with its reason
+(type ``deterministic_violation``); a row that cites only sources it was given passes,
+an abstention included; a row whose citations could not be checked is ``<skipped>`` with its reason
 code; a malformed line is an ``<error>``. The judge's verdict is advice and never
 fails a test case: it is the case's ``judge`` property (``faithful``, ``unfaithful``,
 ``unusable``, ``not_asked``, or ``recorded`` on a row failed in code, whose outcome
@@ -28,9 +29,12 @@ from xml.sax.saxutils import escape, quoteattr
 
 from citemark._artifacts import AtomicFile
 from citemark._assertions import citation_outcome
+from citemark._check.titles import has_readable_id, row_title
+from citemark._runs import CheckRow
 
 if TYPE_CHECKING:
     from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
+    from citemark._reports import MalformedLine
     from citemark._scorer.result import CitationScore
 
 __all__ = ["JUNIT_NAME", "JUnitSink"]
@@ -55,8 +59,7 @@ class JUnitSink:
         """Stream the row's test case."""
         item, score = row
         self._counts["tests"] += 1
-        row_id = getattr(item, "id", None)
-        name = quoteattr(_clean(row_id) if row_id is not None else f"line {item.line}")
+        name = quoteattr(_clean(_case_name(item)))
         opening = f'<testcase classname="citemark.check" name={name}>'
         if score is None:
             self._counts["errors"] += 1
@@ -113,6 +116,17 @@ class JUnitSink:
         self._body.close()
 
 
+def _case_name(item: CheckRow | MalformedLine) -> str:
+    """The test case's name: the row's readable id, else ``line N: question`` cut short."""
+    if not isinstance(item, CheckRow):
+        return f"line {item.line}"
+    opaque = getattr(item, "id_scope", None) == "run"
+    title = row_title(item.id, item.question, item.line, opaque=opaque)
+    if has_readable_id(item.id, opaque=opaque) or not item.question.strip():
+        return title
+    return f"line {item.line}: {title}"
+
+
 def _judge_verdict(score: CitationScore) -> str:
     """The judge's verdict on a row, as the case's ``judge`` property."""
     findings = score.findings
@@ -128,7 +142,7 @@ def _headline_properties(facts: RunFacts) -> list[tuple[str, int | str]]:
     """The suite's headline: rows by citation outcome, unreadable lines, the judge."""
     headline = facts.summary.headline
     return [
-        ("cite_correctly", headline.cite_correctly),
+        ("cite_only_given_sources", headline.cite_only_given_sources),
         ("cite_nothing", headline.cite_nothing),
         ("violations", headline.violations),
         ("unchecked", headline.unchecked),

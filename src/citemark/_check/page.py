@@ -16,7 +16,10 @@ can close the block. Without JavaScript the header and counts are shown, and a n
 says the rows need the script (``rows.jsonl`` holds every row in full).
 
 A row is a JSON array: ``[line, id, outcome, question, answer, explanation, codes,
-issues, sources, notes, source_title, more, group]``. ``outcome`` indexes `OUTCOMES`;
+issues, sources, notes, source_title, more, group, title]``. ``outcome`` indexes
+`OUTCOMES` (without a judge, the row's headline category in its place: `page_outcome`,
+shown in the words of ``names``); ``title`` is the row's title
+(`citemark._check.titles.row_title`: its readable id, else its question cut short);
 ``answer`` is a list of plain strings and ``[kind, target, text]`` markers (kind 0
 resolved, target the source's number; 1 fabricated and 2 ambiguous, target the
 issue's number; 3 ignored, target the explanation), and ``[4, k, text, ok]`` for
@@ -40,6 +43,7 @@ import json
 from typing import TYPE_CHECKING, Final
 
 from citemark._artifacts import write_report_atomically
+from citemark._assertions import citation_outcome
 from citemark._check.groups import GroupNames
 from citemark._check.html import (
     _IGNORED_WHY,
@@ -63,8 +67,9 @@ from citemark._check.html import (
     _tier,
     provider_summary_html,
 )
+from citemark._check.titles import row_title
 from citemark._reasons import REASONS
-from citemark._reports import counted, headline_text, judge_text
+from citemark._reports import counted, headline_text, judge_text, unchecked_scope_text
 from citemark._runs import CheckRow
 from citemark._scorer.labels import classify_labelled
 from citemark._scorer.sentences import coverage_words
@@ -127,8 +132,14 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
     citation_pattern: re.Pattern[str],
     table: TextTable,
     group: str | None = None,
+    judged: bool = True,
+    opaque_id: bool = False,
 ) -> list[JsonValue]:
-    """One scored row as the page's data (see the module docstring for its shape)."""
+    """One scored row as the page's data (see the module docstring for its shape).
+
+    ``judged`` says a judge ran; without one the row's outcome is its headline
+    category (`page_outcome`).
+    """
     findings = score.findings
     if isinstance(sources, str):
         found = classify_labelled("", sources, label_pattern, citation_pattern)
@@ -217,7 +228,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
     return [
         line,
         None if row_id is None else _t(row_id),
-        OUTCOMES.index(score.outcome),
+        OUTCOMES.index(page_outcome(score, judged=judged)),
         table.ref(_t(question)) if question else None,
         pieces,
         table.ref(_t(score.explanation)),
@@ -228,7 +239,44 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         table.ref(f"{counted(len(entries), kind)}, {len(cited)} cited"),
         [table.ref(text) for text in more],
         None if group is None else table.ref(group),
+        table.ref(row_title(row_id, question, line, opaque=opaque_id)),
     ]
+
+
+def page_outcome(score: CitationScore, *, judged: bool) -> str:
+    """Which of the page's three outcomes a row is listed under.
+
+    With a judge, the scorer's outcome (``failed``, ``unassessed``, ``passed``).
+    Without one, its headline category (`citemark._assertions.citation_outcome`),
+    in the same three places: a violation, could not be checked, cites only sources
+    it was given; so no filter or tile counts a row the headline counts elsewhere.
+    """
+    if judged:
+        return score.outcome
+    return _HEADLINE_PLACES[citation_outcome(score.findings)]
+
+
+# Without a judge: each headline category's place among the page's outcomes.
+_HEADLINE_PLACES: Final = {
+    "violation": "failed",
+    "unchecked": "unassessed",
+    "cited": "passed",
+    "cites_nothing": "passed",
+}
+
+
+def outcome_names(summary: CheckSummary) -> dict[str, str]:
+    """The words for the page's three outcomes: the judge era's, or the headline's."""
+    if summary.judge is not None:
+        return dict(_FILTER_NAMES)
+    return dict(_HEADLINE_NAMES)
+
+
+_HEADLINE_NAMES: Final = {
+    "failed": "violation",
+    "unassessed": "could not be checked",
+    "passed": "cites only sources it was given",
+}
 
 
 def _provider_cited(
@@ -385,7 +433,8 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
     A ``run_id`` (a check's, see ``citemark._check.outputs``) goes in a
     ``<meta name="citemark-run-id">`` element.
     """
-    totals = {"failed": summary.failed, "unassessed": summary.unassessed, "passed": summary.passed}
+    totals = _totals(summary)[""]
+    names = outcome_names(summary)
     judge = (
         f"{_e(summary.judge.provider)} / {_e(summary.judge.model)} "
         f"(prompt {summary.judge.prompt_sha256[:12]}&hellip;)"
@@ -393,10 +442,13 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
         else "none: deterministic findings only"
     )
     cards = _cards(summary)
-    counts = _counts_html((key, label, cards[""][key]) for key, label in _CARDS)
+    counts = _counts_html(
+        (key, label, cards[""][key])
+        for key, label in _CARDS + (_JUDGE_CARDS if summary.judge is not None else ())
+    )
     filters = "".join(
         f'<label class="filter {o}"><input type="checkbox" name="outcome" value="{o}" checked> '
-        f'{_FILTER_NAMES[o]} <span data-shown="{o}">({shown.get(o, 0)} shown of {totals[o]})'
+        f'{names[o]} <span data-shown="{o}">({shown.get(o, 0)} shown of {totals[o]})'
         "</span></label>"
         for o in OUTCOMES
     )
@@ -416,6 +468,9 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
     left_out = sum(totals.values()) - on_page
     order = (
         "Rows are listed failed first, then un-assessed with a reason other than no_judge, "
+        f"then the rest, each in input order, {PAGE_ROWS} at a time."
+        if summary.judge is not None
+        else "Rows are listed with a violation first, then those that could not be checked, "
         f"then the rest, each in input order, {PAGE_ROWS} at a time."
     )
     notice = (
@@ -451,6 +506,7 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
             "rows": list(rows),
             "cards": cards,
             "totals": _totals(summary),
+            "names": names,
         }
     )
     return "\n".join(
@@ -470,6 +526,11 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
             ),
             f'<p class="facts headline">{_e(headline_text(summary))}.</p>',
             f'<p class="facts judge">{_e(judge_text(summary))}.</p>',
+            *(
+                [f'<p class="facts scope-note">{_e(scope)}.</p>']
+                if (scope := unchecked_scope_text(summary)) is not None
+                else []
+            ),
             '<p class="scope" id="scope">Counts of every row.</p>',
             f'<dl class="counts">{counts}</dl>',
             f'<ul class="reasons">{reasons}</ul>' if reasons else "",
@@ -502,17 +563,21 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
 
 
 # The count cards, in order: (data key, label). Each follows ``#group=`` (see page.js).
+# The headline's words, the same as the terminal's (`citemark._reports.headline_text`).
 _CARDS: Final = (
     ("rows", "rows"),
-    ("correct", "cite correctly"),
+    ("given", "cite only sources they were given"),
     ("nothing", "of which cite nothing"),
     ("violations", "violations"),
     ("unchecked", "could not be checked"),
     ("unrecognized", "unrecognized citation-like text"),
     ("malformed", "unreadable lines"),
-    ("failed", "failed"),
+)
+# Only when a judge ran: the outcomes its advice decided, labelled as advice.
+_JUDGE_CARDS: Final = (
+    ("failed", "failed (violation, or judge: unfaithful)"),
     ("unassessed", "un-assessed"),
-    ("passed", "passed"),
+    ("passed", "passed (judge: faithful, advisory)"),
 )
 
 
@@ -525,7 +590,7 @@ def _cards(summary: CheckSummary) -> dict[str, dict[str, int]]:
     cards = {
         "": {
             "rows": summary.rows,
-            "correct": headline.cite_correctly,
+            "given": headline.cite_only_given_sources,
             "nothing": headline.cite_nothing,
             "violations": headline.violations,
             "unchecked": headline.unchecked,
@@ -539,7 +604,7 @@ def _cards(summary: CheckSummary) -> dict[str, dict[str, int]]:
     for name, group in summary.groups.items():
         cards[name] = {
             "rows": group.rows,
-            "correct": group.cite_correctly,
+            "given": group.cite_only_given_sources,
             "nothing": group.cite_nothing,
             "violations": group.deterministic_failures,
             "unchecked": group.unchecked,
@@ -552,15 +617,39 @@ def _cards(summary: CheckSummary) -> dict[str, dict[str, int]]:
 
 
 def _totals(summary: CheckSummary) -> dict[str, dict[str, int]]:
-    """Rows per outcome, for every row (key ``""``) and for each group: the filters' totals."""
+    """Rows per page outcome (`page_outcome`), for every row (key ``""``) and each group.
+
+    The filters' totals: the judge era's outcomes when a judge ran, else the
+    headline's categories in their places.
+    """
+    if summary.judge is not None:
+        totals = {
+            "": {
+                "failed": summary.failed,
+                "unassessed": summary.unassessed,
+                "passed": summary.passed,
+            }
+        }
+        for name, group in summary.groups.items():
+            totals[name] = {
+                "failed": group.failed,
+                "unassessed": group.unassessed,
+                "passed": group.passed,
+            }
+        return totals
+    headline = summary.headline
     totals = {
-        "": {"failed": summary.failed, "unassessed": summary.unassessed, "passed": summary.passed}
+        "": {
+            "failed": headline.violations,
+            "unassessed": headline.unchecked,
+            "passed": headline.cite_only_given_sources,
+        }
     }
     for name, group in summary.groups.items():
         totals[name] = {
-            "failed": group.failed,
-            "unassessed": group.unassessed,
-            "passed": group.passed,
+            "failed": group.deterministic_failures,
+            "unassessed": group.unchecked,
+            "passed": group.cite_only_given_sources,
         }
     return totals
 
@@ -613,7 +702,9 @@ class HtmlSink:
         self.tiers[tier].append((group, item, score))
         self.count += 1
 
-    def _record(self, group: str | None, item: CheckRow, score: CitationScore) -> list[JsonValue]:
+    def _record(
+        self, group: str | None, item: CheckRow, score: CitationScore, *, judged: bool = True
+    ) -> list[JsonValue]:
         return row_record(
             line=item.line,
             row_id=item.id,
@@ -625,22 +716,25 @@ class HtmlSink:
             citation_pattern=self._citation_pattern,
             table=self.table,
             group=group,
+            judged=judged,
+            opaque_id=getattr(item, "id_scope", None) == "run",
         )
 
     def finish(self, facts: RunFacts) -> str:
         """Write the page atomically; return its SHA-256."""
+        judged = facts.summary.judge is not None
         shown = dict.fromkeys(OUTCOMES, 0)
         groups: dict[str, int] = {}
         for tier in self.tiers:
             for group, _, score in tier:
-                shown[score.outcome] += 1
+                shown[page_outcome(score, judged=judged)] += 1
                 if group is not None:
                     groups[group] = groups.get(group, 0) + 1
         # Records are built only for the rows shown, in input order (which orders the
         # page's text table): a row displaced by a worse one costs nothing, and leaves
         # no text in the table.
         shown_rows = sorted((e for tier in self.tiers for e in tier), key=lambda e: e[1].line)
-        records = {e[1].line: self._record(*e) for e in shown_rows}
+        records = {e[1].line: self._record(*e, judged=judged) for e in shown_rows}
         rows = [records[item.line] for tier in self.tiers for _, item, _ in tier]
         page = render_page(
             summary=facts.summary,

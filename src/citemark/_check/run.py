@@ -58,16 +58,20 @@ from citemark._check.sinks import (
     SinkOptions,
     opened,
 )
+from citemark._check.terminal import printable
+from citemark._check.titles import row_title
 from citemark._errors import NoRowsError
 from citemark._formats import ReadOptions
 from citemark._formats._hints import file_hint
 from citemark._provider_rows import count_provider_citations, with_provider_findings
 from citemark._reports import (
+    MAX_VIOLATING_LISTED,
     CheckSummary,
     CitationHeadline,
     EvalReport,
     MalformedLine,
     VerdictCounts,
+    ViolatingRow,
 )
 from citemark._runs import CheckRow, RowOptions, describe_unreadable, parse_recorded, parse_row
 from citemark._scorer.findings import NO_FINDINGS
@@ -82,6 +86,7 @@ if TYPE_CHECKING:
 
     from citemark._formats import Reader
     from citemark._replay.recording import JudgeCallRecorder
+    from citemark._scorer.findings import ScoreFindings
     from citemark._scorer.scorer import CitationScore
 
 __all__ = [
@@ -438,6 +443,9 @@ class _Tally:
         self.with_unrecognized = 0
         self.unrecognized_kinds: dict[str, int] = {}
         self.zero_based = 0
+        self.out_from_zero = 0
+        # The first rows with a violation, named (`ViolatingRow`); bounded.
+        self.violating: list[ViolatingRow] = []
         self.all_resolve = 0
         self.unverifiable = 0
         self.cite_nothing = 0
@@ -492,6 +500,7 @@ class _Tally:
                 self.unverifiable += 1
             if findings.possible_zero_based_numbering:
                 self.zero_based += 1
+            self.out_from_zero += _out_of_range_from_zero(findings)
             self.provider_rows += count_provider_citations(findings, self.provider_citations)
             self._add_judge(score)
             self._add_headline(score)
@@ -521,6 +530,8 @@ class _Tally:
         """Count a scored row by its group and by its failure's cause."""
         if score is None:
             return
+        if score.findings.violated and len(self.violating) < MAX_VIOLATING_LISTED:
+            self.violating.append(_violating_row(row, score))
         group = None if self.group_by is None else self.groups.group_of(row.group)
         if group is not None:
             self.groups.add(group, score)
@@ -598,6 +609,8 @@ class _Tally:
                 sorted(self.unrecognized_kinds.items(), key=lambda item: (-item[1], item[0]))
             ),
             possible_zero_based_numbering=self.zero_based,
+            out_of_range_numbered_from_zero=self.out_from_zero,
+            violating_rows=tuple(self.violating[:MAX_VIOLATING_LISTED]),
             citations_all_resolve=self.all_resolve,
             rows_with_unverifiable_sources=self.unverifiable,
             citations_all_resolve_none_cited=self.cite_nothing,
@@ -617,13 +630,50 @@ class _Tally:
         outcomes = self.citation_outcomes
         return CitationHeadline(
             rows=self.rows,
-            cite_correctly=outcomes.get("cited", 0) + outcomes.get("cites_nothing", 0),
+            cite_only_given_sources=outcomes.get("cited", 0) + outcomes.get("cites_nothing", 0),
             cite_nothing=outcomes.get("cites_nothing", 0),
             violations=outcomes.get("violation", 0),
             unchecked=outcomes.get("unchecked", 0),
             unchecked_reasons=_by_count(self.unchecked_reasons),
             unreadable_lines=self.malformed,
         )
+
+
+# How many offending markers a named violating row lists, and how long each may be.
+_MARKERS_LISTED: Final = 5
+_MARKER_CHARS: Final = 32
+
+
+def _violating_row(row: CheckRow, score: CitationScore) -> ViolatingRow:
+    """A row with a violation, named for the terminal: title, line, codes, markers."""
+    labels = dict.fromkeys(m.label for m in score.findings.fabricated_citations)
+    markers = tuple(printable(label)[:_MARKER_CHARS] for label in labels)
+    return ViolatingRow(
+        line=row.line,
+        title=row_title(row.id, row.question, row.line, opaque=_per_run_id(row)),
+        codes=tuple(score.findings.deterministic_failures),
+        markers=markers[:_MARKERS_LISTED],
+    )
+
+
+def _per_run_id(row: CheckRow) -> bool:
+    """Whether the row's id names one run only (``id_scope`` ``run``, where rows carry it)."""
+    return getattr(row, "id_scope", None) == "run"
+
+
+def _out_of_range_from_zero(findings: ScoreFindings) -> int:
+    """1 when a 1-based row, every marker in range, cites its last source's number.
+
+    Numbered from 0, that marker would name no source: the side of the numbering
+    hint that ``possible_zero_based_numbering`` does not count. Constant memory: one
+    pass over the row's resolved markers.
+    """
+    if findings.index_base != 1 or findings.sentence_coverage is None:
+        return 0
+    if findings.fabricated_citations or findings.possible_zero_based_numbering:
+        return 0
+    last = len(findings.labels) + len(findings.excluded_labels)
+    return int(any(c.label.isdigit() and int(c.label) == last for c in findings.resolved_citations))
 
 
 def _count(counts: dict[str, int], key: str) -> None:

@@ -30,7 +30,16 @@ from rich.table import Table
 from rich.text import Text
 
 from citemark._check.terminal import printable
-from citemark._reports import counted, headline_text, judge_text
+from citemark._reasons import REASONS
+from citemark._reports import (
+    cause_outcome_word,
+    counted,
+    headline_text,
+    judge_text,
+    unchecked_scope_text,
+    violation_words,
+    zero_based_text,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,7 +147,13 @@ def print_check(result: CheckResult, runs: Path) -> None:
     console.print(_text(f"citemark check: {counted(summary.rows, 'row')} of {runs}", style="bold"))
     console.print(_text(headline_text(summary), style="bold"))
     console.print(_text(judge_text(summary)))
+    scope = unchecked_scope_text(summary)
+    if scope is not None:
+        console.print(_text(scope))
     console.print(_headline_table(summary))
+    for code in summary.headline.unchecked_reasons:
+        console.print(_text(f"{code}: {REASONS.get(code, code)}"))
+    _print_violating_rows(console, result)
     _print_judge_calls(console, summary)
     citations = ", ".join(f"{count} {kind}" for kind, count in summary.citations.items())
     console.print(_text(f"citation markers: {citations}"))
@@ -163,15 +178,9 @@ def print_check(result: CheckResult, runs: Path) -> None:
                 "their citations are not graded"
             )
         )
-    if summary.possible_zero_based_numbering:
-        rows = summary.possible_zero_based_numbering
-        console.print(
-            _text(
-                f"possible 0-based numbering: {counted(rows, 'row')} "
-                f"{'cites' if rows == 1 else 'cite'} [0] and would be in range numbered "
-                "from 0 (try --index-base 0)"
-            )
-        )
+    zero_based = zero_based_text(summary)
+    if zero_based is not None:
+        console.print(_text(f"possible 0-based numbering: {zero_based}"))
     _print_causes(console, summary)
     _print_groups(console, summary)
     console.print(
@@ -188,11 +197,14 @@ def _headline_table(summary: CheckSummary) -> Table:
     table = Table()
     table.add_column("citations")
     table.add_column("rows", justify="right")
-    table.add_row(_text("cite correctly", style="green"), str(headline.cite_correctly))
+    table.add_row(
+        _text("cite only sources they were given", style="green"),
+        str(headline.cite_only_given_sources),
+    )
     table.add_row("  of which cite nothing", str(headline.cite_nothing))
     table.add_row(_text("violation", style="red"), str(headline.violations))
     for code, count in summary.violations.items():
-        table.add_row(_text(f"  {code}"), str(count))
+        table.add_row(_text(f"  {violation_words(code, count)} ({code})"), str(count))
     table.add_row(_text("could not be checked", style="yellow"), str(headline.unchecked))
     for code, count in headline.unchecked_reasons.items():
         table.add_row(_text(f"  {code}"), str(count))
@@ -200,12 +212,44 @@ def _headline_table(summary: CheckSummary) -> Table:
     return table
 
 
+def _print_violating_rows(console: Console, result: CheckResult) -> None:
+    """The first rows with a violation, one line each, and where the rest are.
+
+    Each line: the row's line, its title (a readable id or its question cut short,
+    escaped), the violation codes and the offending markers.
+    """
+    summary = result.summary
+    listed = summary.violating_rows
+    if not listed:
+        return
+    console.print(
+        _text(f"rows with a violation (first {len(listed)} of {summary.headline.violations}):")
+    )
+    for row in listed:
+        markers = " ".join(f"[{m}]" for m in row.markers)
+        console.print(
+            _text(
+                f"  line {row.line}: {row.title} \u2014 {', '.join(row.codes)}"
+                + (f" {markers}" if markers else "")
+            )
+        )
+    more = summary.headline.violations - len(listed)
+    where = f"{result.rows_path} and {result.html_path}"
+    if more > 0:
+        console.print(_text(f"  and {counted(more, 'more row')}: see {where}"))
+    else:
+        console.print(_text(f"  every row with a violation is listed; details in {where}"))
+
+
 def _print_causes(console: Console, summary: CheckSummary) -> None:
     """The top failure causes, identical failures collapsed, with their counts."""
     if not summary.failure_causes:
         return
     shown = summary.failure_causes[:_CAUSES_SHOWN]
-    causes = ", ".join(f"{c.rows} {c.outcome} {c.cause}" for c in shown)
+    judged = summary.judge is not None
+    causes = ", ".join(
+        f"{c.rows} {cause_outcome_word(c.outcome, judged=judged)} {c.cause}" for c in shown
+    )
     more = len(summary.failure_causes) - len(shown)
     console.print(_text(f"top failure causes: {causes}" + (f" (+{more} more)" if more else "")))
 
@@ -217,19 +261,17 @@ def _print_groups(console: Console, summary: CheckSummary) -> None:
     # Group names are the rows' own values, made printable and cut short by the
     # check; Text keeps a bracket in one from being read as markup.
     table = Table(title=_text(f"by {summary.group_by}"))
-    columns = ("group", "rows", "all resolve", "violations", "passed", "failed", "un-assessed")
+    judged = summary.judge is not None
+    columns = ["group", "rows", "cite only given sources", "violations", "could not be checked"]
+    if judged:
+        columns += ["passed", "failed", "un-assessed"]
     for number, column in enumerate(columns):
         table.add_column(column, justify="left" if number == 0 else "right")
     for name, group in summary.groups.items():
-        table.add_row(
-            _text(name),
-            str(group.rows),
-            str(group.citations_all_resolve),
-            str(group.deterministic_failures),
-            str(group.passed),
-            str(group.failed),
-            str(group.unassessed),
-        )
+        counts = [group.cite_only_given_sources, group.deterministic_failures, group.unchecked]
+        if judged:
+            counts += [group.passed, group.failed, group.unassessed]
+        table.add_row(_text(name), str(group.rows), *(str(n) for n in counts))
     console.print(table)
 
 

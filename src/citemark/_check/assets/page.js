@@ -13,6 +13,7 @@
   var scope = document.getElementById('scope');
   var KINDS = ['resolved', 'fabricated', 'ambiguous', 'ignored'];
   var OUTCOMES = ['failed', 'unassessed', 'passed'];
+  var NAMES = data.names || {};
   rows.forEach(function (r) { r[2] = OUTCOMES[r[2]]; });
   var visible = [], page = 0;
 
@@ -29,11 +30,18 @@
     sec.id = prefix;
     sec.setAttribute('data-outcome', outcome);
     var head = el('header');
-    head.appendChild(el('span', 'badge ' + outcome, outcome));
+    var title = texts[r[13]];
+    head.appendChild(el('span', 'badge ' + outcome, NAMES[outcome] || outcome));
     head.appendChild(document.createTextNode(' '));
-    head.appendChild(el('span', 'rid', id === null ? 'line ' + line : id));
-    head.appendChild(document.createTextNode(' '));
-    head.appendChild(el('span', 'line', 'line ' + line));
+    head.appendChild(el('span', 'rid', title));
+    if (id !== null && id !== title) {
+      head.appendChild(document.createTextNode(' '));
+      head.appendChild(el('code', 'id', id));
+    }
+    if (title !== 'line ' + line) {
+      head.appendChild(document.createTextNode(' '));
+      head.appendChild(el('span', 'line', 'line ' + line));
+    }
     r[6].forEach(function (code) {
       head.appendChild(document.createTextNode(' '));
       head.appendChild(el('code', 'finding', texts[code]));
@@ -216,7 +224,7 @@
   rows.slice().sort(function (a, b) { return a[0] - b[0]; }).forEach(function (r) {
     var cell = el('a', 'cell ' + r[2]);
     cell.href = '#row-' + r[0];
-    cell.title = 'line ' + r[0] + ': ' + r[2];
+    cell.title = 'line ' + r[0] + ': ' + (NAMES[r[2]] || r[2]);
     cells.appendChild(cell);
   });
   strip.appendChild(cells);
