@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel
 
-from citemark import CitedAnswer, MarkerOutOfRangeError
+from citemark import CitedAnswer, MarkerOutOfRangeError, QuoteNotInSourceError
 from langchain_citemark import (
     CitationCallbackHandler,
     CitationMiddleware,
@@ -352,6 +352,41 @@ class TestStructuredChains:
             assert "fabricated_citation" in verdict(by_id[row["id"]])[2]
         else:
             assert "resolved" == report.outcome
+
+
+class Quote(BaseModel):
+    """One source id and a verbatim quote from it."""
+
+    source_id: int
+    quote: str
+
+
+class QuotedAnswer(BaseModel):
+    """Answer the question, quoting the sources used."""
+
+    answer: str
+    citations: list[Quote]
+
+
+class TestStructuredQuotes:
+    def test_a_rejected_quote_is_recorded_and_reported_as_check_reads_it(self, tmp_path):
+        """A quote its source does not hold: QuoteNotInSourceError, a row holding the
+        object, a quote_not_in_source report, and check failing the row for it."""
+        path = tmp_path / "quotes.jsonl"
+        handler = CitationCallbackHandler(record_to=path, index_base=0)
+        args = {"answer": "Fast.", "citations": [{"source_id": 0, "quote": "flies at noon"}]}
+        call = {"name": "QuotedAnswer", "args": args, "id": "c0"}
+        llm = ToolCallingFake(messages=iter([AIMessage("", tool_calls=[call])]))
+        chain = create_structured_citation_chain(llm, QuotedAnswer, retriever=retriever())
+        with pytest.raises(QuoteNotInSourceError):
+            chain.invoke(GOOD, config={"callbacks": [handler]})
+        (row,) = rows(path.read_text())
+        assert (args, "QuoteNotInSourceError") == (row["answer"], row["rejected"])
+        (report,) = handler.reports
+        assert "quote_not_in_source" == report.outcome
+        by_id = check(path, tmp_path / "out")
+        assert "quote_not_in_source" in verdict(by_id[row["id"]])[2]
+        assert agrees(report, by_id[row["id"]])
 
 
 class TestTutorialChain:
