@@ -287,6 +287,38 @@ class TestBaseHint:
         assert 0 == json.loads(zero.stdout)["check"]["headline"]["violations"]
 
 
+def ragas_spec(zero_based: int, one_based: int) -> list[dict[str, object]]:
+    """Ragas samples: some cite [0] and [1] of two contexts, the rest [1] and [2]."""
+    contexts = ["Fees rise in May.", "Fees fall in June."]
+    return [
+        {
+            "user_input": f"Fees, case {n}?",
+            "retrieved_contexts": contexts,
+            "response": "Fees rise [0]. Fees fall [1]."
+            if n < zero_based
+            else "Fees rise [1]. Fees fall [2].",
+        }
+        for n in range(zero_based + one_based)
+    ]
+
+
+def test_a_ragas_file_where_2_of_24_rows_count_from_0(tmp_path_factory):
+    """The issue's file, written by Ragas: the hint counts 2 in and 22 out, and keeps base 1."""
+    work = tmp_path_factory.mktemp("ragas")
+    produce("ragas_dataset", ragas_spec(2, 22), work / "out", work)
+    ragas = work / "out" / "ragas.jsonl"
+    printed = cli("check", ragas, "--from", "ragas", "--out", work / "one").stdout
+    assert (
+        "possible 0-based numbering: 2 rows would be in range numbered from 0; 22 rows "
+        "would then be out of range (keep the 1-based numbering)"
+    ) in printed.splitlines()
+    assert "try --index-base 0" not in printed
+    zero = cli(
+        "check", ragas, "--from", "ragas", "--out", work / "zero", "--index-base", "0", "--json"
+    )
+    assert 22 == json.loads(zero.stdout)["check"]["headline"]["violations"]
+
+
 DEEPEVAL_SPEC = [
     {
         "input": "Where do lions live?",
