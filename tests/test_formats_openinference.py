@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from google.protobuf.json_format import MessageToDict
+from hinted import check_as_hinted
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
@@ -45,7 +46,7 @@ from openinference.instrumentation.langchain import LangChainInstrumentor
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
@@ -203,12 +204,24 @@ def sdk_lines(spans: Sequence[ReadableSpan]) -> str:
     return "".join(span.to_json(indent=None) + "\n" for span in spans)
 
 
+def sdk_array(spans: Sequence[ReadableSpan]) -> str:
+    """What a user dumps of the SDK's spans: one JSON array of their `to_json()` objects."""
+    return json.dumps([json.loads(span.to_json()) for span in spans])
+
+
+def sdk_array_pretty(spans: Sequence[ReadableSpan]) -> str:
+    """The same array, ``json.dump(..., indent=2)``."""
+    return json.dumps([json.loads(span.to_json()) for span in spans], indent=2)
+
+
 WRITERS = {
     "otlp-base64": otlp_base64,
     "otlp-hex": otlp_hex,
     "otlp-snake": otlp_snake,
     "sdk-pretty": sdk_pretty,
     "sdk-lines": sdk_lines,
+    "sdk-array": sdk_array,
+    "sdk-array-pretty": sdk_array_pretty,
 }
 
 
@@ -749,6 +762,53 @@ class TestStream:
         }
         assert emitted <= used
         assert emitted <= set(RECORDED_REASONS)
+
+
+class TestProducersFiles:
+    """The files the SDK and a user write, read as they are; given without --from, named."""
+
+    def test_a_json_array_of_sdk_spans_is_streamed(self, two_runs):
+        """An array of `to_json()` spans gives the rows of its lines, each marked a per-run id."""
+        tracing, _ = two_runs
+        spans = tracing.spans()
+        lines = read_text(sdk_lines(spans))
+        for text in (sdk_array(spans), sdk_array_pretty(spans)):
+            assert lines == read_text(text)
+        assert {"run"} == {r.row["id_scope"] for r in lines}
+
+    def test_a_bad_element_is_named_by_its_position(self, two_runs):
+        """A number among the spans: one malformed record naming element 2, the traces still read."""
+        tracing, _ = two_runs
+        spans = [json.loads(span.to_json()) for span in tracing.spans()]
+        records = read_text(json.dumps([spans[0], 7, *spans[1:]]))
+        reasons = [r.malformed for r in records if r.malformed]
+        assert [
+            "the record at element 2 of the JSON array is neither an OTLP request nor a span"
+        ] == reasons
+        assert 2 == sum(1 for r in records if r.row is not None)
+
+    def test_console_span_exporter_output_is_named_and_read(self, langchain_tracing, tmp_path):
+        """The SDK's ConsoleSpanExporter writing to a file: the hint names --from openinference."""
+        tracing = langchain_tracing()
+        path = tmp_path / "console.json"
+        with path.open("w", encoding="utf-8") as out:
+            tracing.provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))
+            chain = rag_chain([GOOD, FABRICATED])
+            chain.invoke(QUESTION)
+            chain.invoke("Which animal is fastest?")
+        assert path.read_text(encoding="utf-8").startswith("{\n")
+        option, records = check_as_hinted(path, tmp_path)
+        assert "--from openinference" == option
+        assert ["unassessed", "failed"] == [r["outcome"] for r in records]
+
+    def test_an_array_of_sdk_spans_is_named_and_read(self, two_runs, tmp_path):
+        """``json.dump`` of the spans given without --from: the hint names the reader that reads it."""
+        tracing, _ = two_runs
+        path = tmp_path / "spans.json"
+        path.write_text(sdk_array_pretty(tracing.spans()), encoding="utf-8")
+        option, records = check_as_hinted(path, tmp_path)
+        assert "--from openinference" == option
+        assert 2 == len(records)
 
 
 class TestSamples:
