@@ -7,11 +7,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Two stages of the one .venv. STAMP: the core, editable, with its own dependencies
-# only (what make demo runs). DEV_STAMP: on top of it, both adapters editable and
-# the test toolchain (what make test runs).
+# only (what make demo runs). DEV_STAMP: on top of it, the retrieval extra (BM25),
+# both adapters editable and the test toolchain (what make test runs).
 STAMP := $(VENV)/.installed-core
 DEV_STAMP := $(VENV)/.installed
-PACKAGES := -e . -e adapters/langchain -e adapters/llama-index
+PACKAGES := -e '.[retrieval]' -e adapters/langchain -e adapters/llama-index
 # make dist builds with hatchling in this environment, so nothing is fetched while
 # building; tests/test_dist.py builds the same way, offline.
 DIST_TOOLS := hatchling==1.32.4

@@ -25,6 +25,7 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -36,6 +37,10 @@ ADAPTER_WHEELS = {
 # Entries of this environment's site-packages the dependency view leaves out: the
 # citemark distributions (editable here) and .pth files, which a view never runs.
 OWN = ("citemark", "langchain_citemark", "llama_index_citemark", "_editable_impl_", "__editable__")
+# What the retrieval extra brings (rank-bm25 and its numpy): the core-only view leaves
+# these out too, as a machine that never installed them.
+RETRIEVAL = ("rank_bm25", "numpy")
+EXAMPLE_RUNS = ROOT / "examples" / "data" / "example-runs.jsonl"
 
 
 def run(command: list[str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -62,15 +67,25 @@ def dist(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def dependencies(tmp_path_factory) -> Path:
-    """A folder of links to this environment's installed packages, citemark's own left out."""
-    view = tmp_path_factory.mktemp("dependencies")
+def dependency_view(view: Path, leave_out: tuple[str, ...] = ()) -> Path:
+    """Fill ``view`` with links to this environment's packages but citemark's and ``leave_out``."""
     for entry in Path(sysconfig.get_path("purelib")).iterdir():
-        if entry.name.startswith(OWN) or entry.suffix == ".pth":
+        if entry.name.startswith((*OWN, *leave_out)) or entry.suffix == ".pth":
             continue
         (view / entry.name).symlink_to(entry)
     return view
+
+
+@pytest.fixture(scope="module")
+def dependencies(tmp_path_factory) -> Path:
+    """A folder of links to this environment's installed packages, citemark's own left out."""
+    return dependency_view(tmp_path_factory.mktemp("dependencies"))
+
+
+@pytest.fixture(scope="module")
+def core_dependencies(tmp_path_factory) -> Path:
+    """The same view without rank-bm25 and numpy: a machine where they were never installed."""
+    return dependency_view(tmp_path_factory.mktemp("core-dependencies"), RETRIEVAL)
 
 
 def fresh_venv(where: Path, dependencies: Path) -> Path:
@@ -153,6 +168,26 @@ class TestMakeDist:
             project = tomllib.loads(member.read().decode("utf-8"))["project"]
         assert f"citemark=={VERSION}" in project["dependencies"]
 
+    def test_the_core_wheel_needs_rank_bm25_only_for_the_retrieval_extra(self, dist):
+        """Requires-Dist: rank-bm25 under ``extra == "retrieval"`` only; numpy nowhere.
+
+        Every requirement is evaluated as pip does, for a plain install and for the
+        extra: the plain one needs pydantic, httpx and rich, nothing else.
+        """
+        requires = [
+            Requirement(line) for line in metadata(dist / f"citemark-{VERSION}-py3-none-any.whl")
+        ]
+
+        def needed(extra: str) -> set[str]:
+            return {
+                r.name.lower()
+                for r in requires
+                if r.marker is None or r.marker.evaluate({"extra": extra})
+            }
+
+        assert {"pydantic", "httpx", "rich"} == needed("")
+        assert {"pydantic", "httpx", "rich", "rank-bm25"} == needed("retrieval")
+
     def test_the_core_sdist_holds_the_package_not_the_repository(self, dist):
         """The core's sdist has src/citemark, the README and its metadata; no tests, docs, adapters."""
         with tarfile.open(dist / f"citemark-{VERSION}.tar.gz") as archive:
@@ -194,6 +229,7 @@ class TestMakefile:
         """make test on a fresh clone installs the core, both adapters and requirements-dev.txt."""
         commands = "\n".join(make_dry_run("test", tmp_path))
         for needed in (
+            "-e '.[retrieval]'",
             "-e adapters/langchain",
             "-e adapters/llama-index",
             "-r requirements-dev.txt",
@@ -248,6 +284,106 @@ class TestInstallOutsideTheRepo:
         found = run([str(python), "-c", CORE_CHECK], cwd=tmp_path)
         assert (0, "") == (found.returncode, found.stderr)
         assert found.stdout.startswith(str(venv))
+
+
+# Run in the core-only environment: whether numpy and rank_bm25 can be found at all.
+NO_NUMPY_CHECK = """
+import importlib.util, citemark
+print(importlib.util.find_spec("numpy"), importlib.util.find_spec("rank_bm25"), citemark.__file__)
+"""
+
+# Run in the core-only environment: what building a BM25 index says.
+MISSING_EXTRA_CHECK = """
+from citemark import BM25Retriever, MissingExtraError
+try:
+    BM25Retriever.from_texts({"a": "alpha"})
+except MissingExtraError as exc:
+    print(exc)
+"""
+
+# Run with the extra: BM25 ranks.
+BM25_CHECK = """
+from citemark import BM25Retriever
+hits = BM25Retriever.from_texts({"a": "fees rise", "b": "notices"}).retrieve("fees")
+print([h.doc_id for h in hits])
+"""
+
+
+@pytest.fixture(scope="module")
+def core(dist, core_dependencies, tmp_path_factory) -> Path:
+    """A fresh venv holding the core wheel alone, with no rank-bm25 or numpy to find; its python."""
+    where = tmp_path_factory.mktemp("core")
+    python = fresh_venv(where / "venv", core_dependencies)
+    done = pip(python, ["install", "--find-links", str(dist), "citemark"], cwd=where)
+    assert 0 == done.returncode, done.stderr
+    return python
+
+
+class TestTheCoreAlone:
+    """``pip install citemark`` brings no numpy: BM25 is the ``retrieval`` extra (issue 35).
+
+    The dependency view here lacks rank-bm25 and numpy, so pip (offline) can install
+    only what needs neither; before issue 35 the core's wheel required rank-bm25 and
+    this install failed.
+    """
+
+    def test_the_core_installs_and_holds_no_numpy(self, core):
+        """Neither numpy nor rank_bm25 is importable, installed or linked in the new venv."""
+        found = run(
+            [str(core), "-c", NO_NUMPY_CHECK],
+            cwd=core.parent,
+        )
+        assert 0 == found.returncode, found.stderr
+        assert found.stdout.startswith("None None ")
+        assert found.stdout.split()[-1].startswith(str(core.parent.parent))
+        assert not [p for p in core.parent.parent.rglob("*") if p.name.startswith(RETRIEVAL)]
+
+    def test_citemark_check_runs_on_the_core_alone(self, core, tmp_path):
+        """The demo's command checks the bundled runs to the end without the extra."""
+        citemark = core.parent / "citemark"
+        done = run([str(citemark), "check", str(EXAMPLE_RUNS), "--out", str(tmp_path)], tmp_path)
+        assert done.returncode in {0, 1}, done.stderr
+        assert (tmp_path / "report.json").is_file()
+
+    def test_bm25_says_which_extra_to_install(self, core, tmp_path):
+        """From Python: MissingExtraError, one line; from `citemark answer`: that line, exit 2."""
+        found = run(
+            [str(core), "-c", MISSING_EXTRA_CHECK],
+            cwd=tmp_path,
+        )
+        line = "BM25Retriever needs the retrieval extra: pip install 'citemark[retrieval]'"
+        assert (0, f"{line}\n") == (found.returncode, found.stdout)
+        citemark = core.parent / "citemark"
+        licenses = ROOT / "examples" / "data" / "licenses"
+        answer = [str(citemark), "answer", "q", "--docs", str(licenses)]
+        done = subprocess.run(
+            answer,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=PIP_ENV | {"CITEMARK_BASE_URL": "http://127.0.0.1:9/v1", "CITEMARK_MODEL": "m"},
+        )
+        assert (2, f"citemark: error: {line}\n") == (done.returncode, done.stderr)
+
+    def test_the_extra_requires_rank_bm25(self, dist, core_dependencies, tmp_path):
+        """Without rank-bm25 anywhere, the README's extra line fails on exactly that name."""
+        python = fresh_venv(tmp_path / "venv", core_dependencies)
+        words = readme_pip_line("citemark[retrieval]")
+        done = pip(python, [*words, "--find-links", str(dist)], cwd=tmp_path)
+        assert 0 != done.returncode
+        assert "No matching distribution found for rank-bm25" in done.stderr
+
+    def test_with_the_extra_bm25_retrieves(self, dist, dependencies, tmp_path):
+        """The README's extra line, rank-bm25 at hand: pip knows the extra, BM25 ranks."""
+        python = fresh_venv(tmp_path / "venv", dependencies)
+        words = readme_pip_line("citemark[retrieval]")
+        done = pip(python, [*words, "--find-links", str(dist)], cwd=tmp_path)
+        assert 0 == done.returncode, done.stderr
+        assert "does not provide the extra" not in done.stderr
+        found = run([str(python), "-c", BM25_CHECK], cwd=tmp_path)
+        assert (0, "['a']\n") == (found.returncode, found.stdout), found.stderr
 
 
 # Run in the new environment: where the core and the LangChain adapter come from, and

@@ -7,11 +7,16 @@ everything.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import citemark
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_RUNS = ROOT / "examples" / "data" / "example-runs.jsonl"
 
 # Modules `import citemark` must not load: the model side, BM25 and its numpy, the
 # terminal, the CLI and every subsystem past the contract.
@@ -108,6 +113,91 @@ class TestImportCitemark:
             for name in ("httpx", "citemark._cli.commands", "citemark._check.run", "rich")
             if name in modules
         ]
+
+
+# What `citemark check` without a judge must not load (issue 35): the HTTP client and
+# BM25 with its numpy, none of which a check that calls no model uses.
+MODEL_SIDE = ("httpx", "httpcore", "numpy", "rank_bm25")
+
+# Runs the ``citemark`` command as its console script does (``citemark.__main__``),
+# then writes every name in ``sys.modules`` to the file named by its first argument:
+# written at exit, so whatever the command loaded on any path is counted.
+COMMAND_RUNNER = """
+import json, runpy, sys
+record, sys.argv = sys.argv[1], ["citemark", *sys.argv[2:]]
+try:
+    runpy.run_module("citemark", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+with open(record, "w", encoding="utf-8") as out:
+    json.dump({"exit_code": code, "modules": sorted(sys.modules)}, out)
+"""
+
+
+def run_command(record: Path, *args: str) -> tuple[int, set[str]]:
+    """Run ``citemark ARGS`` in a fresh interpreter; its exit code and loaded modules."""
+    # No CITEMARK_* variable of this machine may configure a model for the command.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CITEMARK_")}
+    subprocess.run(
+        [sys.executable, "-c", COMMAND_RUNNER, str(record), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    ran = json.loads(record.read_text(encoding="utf-8"))
+    return ran["exit_code"], set(ran["modules"])
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """The ``names`` (or their submodules) among ``modules``."""
+    return sorted(
+        name for name in modules for top in names if name == top or name.startswith(f"{top}.")
+    )
+
+
+class TestCheckWithoutAJudge:
+    def test_check_loads_neither_httpx_nor_numpy(self, tmp_path):
+        """`citemark check` on the bundled runs, no judge: no httpx, numpy or rank_bm25.
+
+        The real command line (``python -m citemark``, the console script's ``main``)
+        checks the demo file to the end, report written; until issue 35 its commands
+        imported httpx (the judge's client) before knowing there was no judge.
+        """
+        out = tmp_path / "out"
+        code, modules = run_command(
+            tmp_path / "modules.json", "check", str(EXAMPLE_RUNS), "--out", str(out)
+        )
+        assert code in {0, 1}
+        assert (out / "report.json").is_file()
+        assert "citemark._check.run" in modules
+        assert [] == loaded(modules, MODEL_SIDE)
+
+    def test_the_runner_sees_what_a_judge_loads(self, tmp_path):
+        """The same runner counts httpx once a judge is configured (none is called here).
+
+        An unreachable judge on 127.0.0.1 port 9: the command builds its client, so the
+        list holds httpx whether the call then fails or not; the check above is not
+        blind.
+        """
+        code, modules = run_command(
+            tmp_path / "modules.json",
+            "check",
+            str(EXAMPLE_RUNS),
+            "--out",
+            str(tmp_path / "out"),
+            "--judge-model",
+            "m",
+            "--judge-base-url",
+            "http://127.0.0.1:9/v1",
+            "--timeout",
+            "2",
+        )
+        assert code is not None
+        assert "httpx" in modules
+        assert [] == loaded(modules, ("numpy", "rank_bm25"))
 
 
 class TestImportLangchainCitemark:

@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "render, resolve, verify",
         frozenset({"_providers", "_render", "_resolve", "_stream", "_structured", "_verify"}),
     ),
-    ("chat", frozenset({"_chat"})),
+    ("chat", frozenset({"_chat", "_completion"})),
     (
         "model-side features",
         frozenset(

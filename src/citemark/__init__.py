@@ -40,6 +40,7 @@ from citemark._errors import (
     JudgeError,
     LabelSetError,
     MarkerOutOfRangeError,
+    MissingExtraError,
     NoRowsError,
     NoSourcesError,
     QueryRewriteError,
@@ -63,7 +64,8 @@ from citemark._render import (
 from citemark._resolve import resolve
 
 if _typing.TYPE_CHECKING:
-    from citemark._chat import ChatModel, Completion, OpenAIChat
+    from citemark._chat import OpenAIChat
+    from citemark._completion import ChatModel, Completion
     from citemark._echo.run import EchoReport, run_echo_check
     from citemark._judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
     from citemark._redaction import RedactingChat, RedactionReport
@@ -116,6 +118,7 @@ __all__ = [
     "MarkerOccurrence",
     "MarkerOutOfRangeError",
     "MaskedSpan",
+    "MissingExtraError",
     "NoRowsError",
     "NoSourcesError",
     "OpenAIChat",
@@ -158,10 +161,12 @@ __all__ = [
 __version__ = "0.1.0"
 
 # Public names whose modules load on first use (PEP 562): the model side (httpx), BM25
-# (rank-bm25, numpy), the judge, the scorer, echo and the reports stay out of
-# `import citemark`, which loads the contract alone.
+# (whose rank-bm25 and numpy, from the ``retrieval`` extra, load when an index is
+# built), the judge, the scorer, echo and the reports stay out of `import citemark`,
+# which loads the contract alone.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("ChatModel", "Completion", "OpenAIChat"), "citemark._chat"),
+    **dict.fromkeys(("ChatModel", "Completion"), "citemark._completion"),
+    "OpenAIChat": "citemark._chat",
     **dict.fromkeys(("EchoReport", "run_echo_check"), "citemark._echo.run"),
     **dict.fromkeys(
         ("DEFAULT_JUDGE_PROMPT", "FaithfulnessJudge", "FaithfulnessVerdict"), "citemark._judge"

@@ -4,7 +4,10 @@
 model name and an async ``complete(prompt) -> str`` can stand behind synthesis, query
 rewriting, the judge and the echo check: `OpenAIChat` for any OpenAI-compatible
 endpoint, `citemark.testing.ScriptedChat` in tests, and the adapters' bridges for
-LangChain and LlamaIndex models.
+LangChain and LlamaIndex models. The protocol and `Completion` are defined in
+`citemark._completion`, which loads no httpx, so a module that only types against
+the seam (the scorer, the judge) keeps ``citemark check`` without a judge off the
+HTTP client; they are re-exported here.
 
 Each call is exactly one request. There is no retry layer anywhere: a failure is a
 `ChatError` carrying the provider, the model and the HTTP status, never the body.
@@ -25,17 +28,34 @@ import ssl
 import urllib.request
 import weakref
 import zlib
-from typing import TYPE_CHECKING, Final, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Final, Self
 
 import httpx
 
+from citemark._completion import (
+    DEFAULT_MAX_REPLY_BYTES,
+    MACHINE_CODE,
+    ChatModel,
+    Completion,
+    finish_reason_of,
+    is_truncated,
+)
 from citemark._errors import ChatConfigError, ChatError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
     from types import TracebackType
 
-__all__ = ["ChatModel", "Completion", "OpenAIChat", "finish_reason_of", "is_truncated"]
+# The protocol and the completion live in `citemark._completion`, which loads no
+# httpx; they are re-exported here, the chat seam's historical home.
+__all__ = [
+    "DEFAULT_MAX_REPLY_BYTES",
+    "ChatModel",
+    "Completion",
+    "OpenAIChat",
+    "finish_reason_of",
+    "is_truncated",
+]
 
 _PROVIDER: Final = "openai-compatible"
 _BASE_URL_ENV: Final = "CITEMARK_BASE_URL"
@@ -50,10 +70,6 @@ _DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=120.0, write=30.0, poo
 # server that trickles one byte at a time never trips the per-read bound above.
 _DEFAULT_DEADLINE: Final = 300.0
 
-# The most bytes of decoded body a reply may have. A chat reply is text; 8 MiB is
-# far above any model's output and far below what hurts the process.
-DEFAULT_MAX_REPLY_BYTES: Final = 8 * 1024 * 1024
-
 # Only these codings are asked for, and decoded here (bounded) rather than by httpx.
 _ACCEPT_ENCODING: Final = "gzip, deflate"
 
@@ -66,91 +82,11 @@ _MAX_PORT: Final = 65535
 # What httpx's own clients send, which a request built without one must name itself.
 _USER_AGENT: Final = f"python-httpx/{httpx.__version__}"
 
-# What is kept of a provider's own words: a short machine code (``finish_reason``,
-# ``error.code``, ``error.type``), never a message, which may quote the prompt.
-_MACHINE_CODE: Final = re.compile(r"[a-z0-9_.-]{1,64}")
 # How much of an error status's body is read to find its machine code.
 _ERROR_BODY_LIMIT: Final = 16 * 1024
 
 # Stands for a body that did not decode; JSON itself can decode to None.
 _NOT_JSON: Final = object()
-
-
-class Completion(str):
-    """A completion's text, plus how the generation ended.
-
-    `OpenAIChat.complete` returns one. It *is* the text (a `str` subclass), so the
-    `ChatModel` protocol stays ``complete(prompt) -> str`` and every caller that
-    treats it as a string keeps working; callers that care read `finish_reason`
-    through `finish_reason_of`, which gives ``None`` for a plain `str` (a chat
-    that does not report it). Any `ChatModel` may return one, and
-    `citemark.testing.ScriptedChat` returns a scripted one as it is.
-
-    The side channel lasts only as long as the object: string operations
-    (``strip``, ``replace``, concatenation) return a plain `str`, so read it where
-    the completion arrives.
-
-    Example:
-        ```python
-        from citemark import Completion
-        from citemark._chat import finish_reason_of, is_truncated
-
-        reply = Completion("The fee is", finish_reason="length")
-        print(reply, finish_reason_of(reply), is_truncated(reply), is_truncated("done"))
-        #> The fee is length True False
-        ```
-    """
-
-    __slots__ = ("finish_reason",)
-
-    finish_reason: str | None
-    """The provider's ``finish_reason`` (``stop``, ``length``, ...), or None when
-    it sent none or one that is not a short machine code."""
-
-    def __new__(cls, text: str, finish_reason: str | None = None) -> Self:
-        """Wrap ``text``; ``finish_reason`` is kept only when it is a short machine code."""
-        completion = super().__new__(cls, text)
-        completion.finish_reason = (
-            finish_reason
-            if isinstance(finish_reason, str) and _MACHINE_CODE.fullmatch(finish_reason)
-            else None
-        )
-        return completion
-
-    def __reduce__(self) -> tuple[object, ...]:
-        """Pickle as the text and the finish reason."""
-        return (type(self), (str(self), self.finish_reason))
-
-
-def finish_reason_of(completion: str) -> str | None:
-    """The finish reason a chat reported with ``completion``, or None."""
-    return completion.finish_reason if isinstance(completion, Completion) else None
-
-
-def is_truncated(completion: str) -> bool:
-    """Whether the model stopped at its token limit (``finish_reason == "length"``)."""
-    return finish_reason_of(completion) == "length"
-
-
-@runtime_checkable
-class ChatModel(Protocol):
-    """A model citemark can ask for one completion at a time."""
-
-    @property
-    def provider(self) -> str:
-        """Who serves the model, e.g. ``"openai-compatible"``; recorded in reports."""
-
-    @property
-    def model_name(self) -> str:
-        """The model's name as the provider knows it; recorded in reports."""
-
-    async def complete(self, prompt: str) -> str:
-        """Return the completion for ``prompt``.
-
-        Raises:
-            ChatError: the transport or the provider failed. Implementations make
-                one attempt and never retry.
-        """
 
 
 class OpenAIChat:
@@ -666,7 +602,7 @@ def _error_code_in(envelope: object) -> str | None:
         return None
     for key in ("code", "type"):
         value = error.get(key)
-        if isinstance(value, str) and _MACHINE_CODE.fullmatch(value):
+        if isinstance(value, str) and MACHINE_CODE.fullmatch(value):
             return value
     return None
 
@@ -831,7 +767,7 @@ def _completion_text(content: bytes, model: str) -> Completion:
 def _finish_reason(choice: dict[str, object]) -> str | None:
     """``choices[0].finish_reason`` when it is a short machine code, else None."""
     value = choice.get("finish_reason")
-    return value if isinstance(value, str) and _MACHINE_CODE.fullmatch(value) else None
+    return value if isinstance(value, str) and MACHINE_CODE.fullmatch(value) else None
 
 
 async def _close_at_loop_shutdown(pool: _ClientPool) -> AsyncGenerator[None, None]:

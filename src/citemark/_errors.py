@@ -26,11 +26,15 @@ drawn once, here and in ``docs/errors.md``::
     ├── RunDiffError              two check runs cannot be compared
     ├── PartMismatchError         a Ray worker's part file is not what it wrote
     ├── ProviderResponseError     a provider response is not of its documented shape
-    └── OffsetUnitError           an offset fell inside a character or out of range
+    ├── OffsetUnitError           an offset fell inside a character or out of range
+    └── MissingExtraError         a feature needs an extra that is not installed
 
 `QueryRewriteError`, `JudgeError` and `ChatError` are siblings of
 `SynthesisError`, not subclasses: a caller who catches synthesis failures must not
 swallow a broken transport by accident.
+
+`MissingExtraError` is also an `ImportError`, the type Python code expects for a
+missing optional dependency.
 
 The refusals of a caller's input (`BlankQueryError`, `StrictJSONError`,
 `ChatConfigError`, `CalibrationError`, `LabelSetError`, `NoRowsError`) were
@@ -62,6 +66,7 @@ __all__ = [
     "JudgeReplyNotRecordedError",
     "LabelSetError",
     "MarkerOutOfRangeError",
+    "MissingExtraError",
     "NoRowsError",
     "NoSourcesError",
     "OffsetUnitError",
@@ -647,3 +652,32 @@ class PartMismatchError(CitemarkError):
     Its size or SHA-256 differs from the worker's summary (two runs sharing one
     output folder, a full disk). The message names the shard and the output file.
     """
+
+
+class MissingExtraError(CitemarkError, ImportError):
+    """Raised when a feature needs an optional extra of citemark that is not installed.
+
+    `BM25Retriever` (and ``citemark answer``, which retrieves with it) needs the
+    ``retrieval`` extra, rank-bm25 and the numpy it brings, which the core leaves
+    out. The message is one line naming the command that installs it:
+    ``pip install 'citemark[retrieval]'``. It is also an `ImportError`, whose
+    ``name`` is the module that could not be imported.
+
+    Attributes:
+        feature: What needed the extra, e.g. ``"BM25Retriever"``.
+        extra: The extra that installs it, e.g. ``"retrieval"``.
+    """
+
+    feature: str
+    extra: str
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        """Create the error from the feature, the extra and the module that is missing."""
+        self.feature = feature
+        self.extra = extra
+        msg = f"{feature} needs the {extra} extra: pip install 'citemark[{extra}]'"
+        super().__init__(msg, name=module)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the constructor's arguments, not the message."""
+        return (type(self), (self.feature, self.extra, self.name))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from citemark._chat import is_truncated
+from citemark._completion import is_truncated
 from citemark._errors import JudgeError
 from citemark._observe import observed_verdict
 from citemark._render import (
@@ -43,7 +43,7 @@ from citemark._validation import describe_validation_error
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from citemark._chat import ChatModel
+    from citemark._completion import ChatModel
     from citemark._models import Source
 
 __all__ = [

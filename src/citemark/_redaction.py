@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from citemark._chat import Completion, finish_reason_of
+from citemark._completion import Completion, finish_reason_of
 from citemark._syntax import GROUP_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from citemark._chat import ChatModel
+    from citemark._completion import ChatModel
 
 __all__ = ["RedactingChat", "RedactionReport", "redact"]
 

@@ -6,16 +6,20 @@ surrounding whitespace trimmed; a paragraph longer than ``max_chars`` is split
 again at whitespace. Every chunk keeps its character offsets, so
 ``document[start:end] == chunk.text`` always holds and each retrieved `Source`
 verifies against the file it came from.
+
+rank-bm25 (and the numpy it brings) is the ``retrieval`` extra, not a dependency of
+the core: it is imported when an index is built, and without it building one raises
+`MissingExtraError` naming ``pip install 'citemark[retrieval]'``. Chunking needs
+nothing but the standard library.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
-from rank_bm25 import BM25Okapi
-
+from citemark._errors import MissingExtraError
 from citemark._models import Source
 from citemark._verify import FileReader
 
@@ -29,9 +33,17 @@ _PARAGRAPH = re.compile(r"\S(?:.|\n(?![ \t\r\f\v]*(?:\n|$)))*+", re.MULTILINE)
 _WORD = re.compile(r"\w+")
 _DEFAULT_MAX_CHARS = 1500
 
+# The extra that installs BM25, and the top-level modules whose absence means it is
+# not installed (rank-bm25 imports numpy first thing).
+_EXTRA: Final = "retrieval"
+_EXTRA_MODULES: Final = frozenset({"rank_bm25", "numpy"})
+
 
 class BM25Retriever:
     r"""Okapi BM25 (rank-bm25) over offset-preserving paragraph chunks.
+
+    Needs the ``retrieval`` extra (``pip install 'citemark[retrieval]'``); without
+    it, building a retriever raises `MissingExtraError`.
 
     Example:
         ```python
@@ -46,12 +58,17 @@ class BM25Retriever:
     """
 
     def __init__(self, chunks: Sequence[Source]) -> None:
-        """Index ``chunks`` as given; each becomes one retrievable `Source`."""
+        """Index ``chunks`` as given; each becomes one retrievable `Source`.
+
+        Raises:
+            MissingExtraError: rank-bm25 (the ``retrieval`` extra) is not installed.
+        """
+        okapi = _okapi()
         self._chunks = tuple(chunks)
         tokenized = [_tokens(chunk.text) for chunk in self._chunks]
         self._terms = [frozenset(tokens) for tokens in tokenized]
         # rank-bm25 divides by the corpus size; an empty index simply finds nothing.
-        self._index = BM25Okapi(tokenized) if self._chunks else None
+        self._index = okapi(tokenized) if self._chunks else None
 
     @classmethod
     def from_texts(
@@ -75,7 +92,12 @@ class BM25Retriever:
         verification. Only files that reader would read are indexed: a symlink out
         of the root, or a file that is not UTF-8, is skipped. Files are read as
         UTF-8 without newline translation.
+
+        Raises:
+            MissingExtraError: rank-bm25 (the ``retrieval`` extra) is not installed;
+                raised before any file is read.
         """
+        _okapi()
         base = Path(root)
         reader = FileReader(base)
         keys = sorted(
@@ -104,6 +126,21 @@ class BM25Retriever:
         hits = [i for i, chunk_terms in enumerate(self._terms) if chunk_terms & wanted]
         hits.sort(key=lambda i: (-scores[i], i))
         return [self._chunks[i] for i in hits[:k]]
+
+
+def _okapi() -> Any:  # noqa: ANN401 - rank-bm25 ships no types
+    """rank-bm25's ``BM25Okapi``, imported on first use; `MissingExtraError` without it.
+
+    Only the absence of rank-bm25 or numpy is translated: any other import failure
+    inside them is a broken install, and propagates as it is.
+    """
+    try:
+        from rank_bm25 import BM25Okapi  # noqa: PLC0415 - the retrieval extra, on first use
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in _EXTRA_MODULES:
+            raise
+        raise MissingExtraError("BM25Retriever", _EXTRA, "rank_bm25") from None
+    return BM25Okapi
 
 
 def chunk_text(text: str, max_chars: int = _DEFAULT_MAX_CHARS) -> Iterator[tuple[int, int]]:

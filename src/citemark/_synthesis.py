@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from citemark._chat import is_truncated
+from citemark._completion import is_truncated
 from citemark._errors import (
     BlankQueryError,
     NoSourcesError,
@@ -34,7 +34,7 @@ from citemark._sync import run_sync
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from citemark._chat import ChatModel
+    from citemark._completion import ChatModel
     from citemark._models import CitedAnswer, Source
 
 __all__ = ["DEFAULT_REWRITE_PROMPT", "QueryRewriter", "Synthesizer"]

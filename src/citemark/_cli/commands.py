@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar, get_args
 
-import httpx
 from pydantic import ValidationError
 
 from citemark._calibration.labelset import LabelSet
@@ -27,7 +26,6 @@ from citemark._calibration.run import (
     register_threshold,
     run_calibration,
 )
-from citemark._chat import ChatModel, OpenAIChat
 from citemark._check import CheckResult, run_check
 from citemark._check.terminal import printable
 from citemark._cli.common import EXIT_CHAT, EXIT_OK, EXIT_VIOLATION, UsageError, fail, print_json
@@ -38,6 +36,7 @@ from citemark._errors import (
     ChatConfigError,
     LabelSetError,
     MarkerOutOfRangeError,
+    MissingExtraError,
     NoRowsError,
     ReplayError,
     RunDiffError,
@@ -60,6 +59,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
     from citemark._calibration.run import CalibrationReport
+    from citemark._chat import OpenAIChat
+    from citemark._completion import ChatModel
     from citemark._echo.run import EchoReport
 
 
@@ -172,8 +173,13 @@ def _openai_chat(  # noqa: PLR0913 - the command's model options, then their nam
     """An OpenAIChat from command-line options; a bad configuration is a usage error.
 
     The error names the options (``options``: argument name to option), not
-    OpenAIChat's arguments.
+    OpenAIChat's arguments. httpx is imported here, by the commands that call a
+    model, so ``citemark check`` without a judge never loads it.
     """
+    import httpx  # noqa: PLC0415 - the model side loads only when a model is configured
+
+    from citemark._chat import OpenAIChat  # noqa: PLC0415
+
     try:
         timeout = httpx.Timeout(connect=5.0, read=read_timeout, write=30.0, pool=10.0)
         # --timeout bounds the whole call, as a plain number does for OpenAIChat.
@@ -202,9 +208,13 @@ def _answer(args: argparse.Namespace) -> int:
     chat = _chat(args)
     patterns = args.patterns or ("*.txt", "*.md")
     # BM25 loads numpy: imported here, it stays off every other command and --help.
+    # Without the retrieval extra, the one line naming it, as a usage error (exit 2).
     from citemark._retrieval import BM25Retriever  # noqa: PLC0415
 
-    retriever = BM25Retriever.from_directory(docs, patterns=patterns)
+    try:
+        retriever = BM25Retriever.from_directory(docs, patterns=patterns)
+    except MissingExtraError as exc:
+        raise UsageError(str(exc)) from None
     if not retriever.chunks:
         msg = (
             f"no readable text file under --docs matches {', '.join(patterns)}: there is "
@@ -568,7 +578,11 @@ def _ray_check(
 def _public_url(url: str | None) -> str | None:
     """The judge's base URL as configured, without any user:password part, for a report."""
     url = url or os.environ.get("CITEMARK_BASE_URL")
-    return None if url is None else str(httpx.URL(url).copy_with(userinfo=b""))
+    if url is None:
+        return None
+    import httpx  # noqa: PLC0415 - only a configured URL needs its parser
+
+    return str(httpx.URL(url).copy_with(userinfo=b""))
 
 
 def _echo(args: argparse.Namespace) -> int:

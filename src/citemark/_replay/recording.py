@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from citemark._chat import finish_reason_of
+from citemark._completion import finish_reason_of
 from citemark._errors import ChatError
 from citemark._replay.calls import CallError, JudgeCall, full_prompt_sha256
 from citemark._scorer.context import ROW_INDEX
 
 if TYPE_CHECKING:
-    from citemark._chat import ChatModel
+    from citemark._completion import ChatModel
 
 __all__ = ["JudgeCallRecorder", "RecordingChat"]
 

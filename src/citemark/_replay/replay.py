@@ -17,7 +17,7 @@ reply.
 A recording is read as a stream: only a regular file is opened (a FIFO or a link to
 ``/dev/zero`` is refused at once), each line is read up to a bounded length and
 parsed strictly, and a recorded reply larger than the live client accepts
-(`citemark._chat.DEFAULT_MAX_REPLY_BYTES`) is refused, so a replay serves nothing a
+(`citemark._completion.DEFAULT_MAX_REPLY_BYTES`) is refused, so a replay serves nothing a
 live judge could not have sent.
 """
 
@@ -36,7 +36,7 @@ from citemark._artifacts import (
     bounded_lines,
     open_regular,
 )
-from citemark._chat import DEFAULT_MAX_REPLY_BYTES, Completion
+from citemark._completion import DEFAULT_MAX_REPLY_BYTES, Completion
 from citemark._errors import ChatError, JudgeReplyNotRecordedError, ReplayError
 from citemark._replay.calls import JUDGE_CALLS_NAME, JudgeCall, full_prompt_sha256
 from citemark._strictjson import StrictJSONError, loads_strict

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeAlias
 
-from citemark._chat import ChatModel, is_truncated
+from citemark._completion import ChatModel, is_truncated
 from citemark._errors import ChatError, JudgeReplyNotRecordedError, NoRowsError
 from citemark._models import Source, UnrecognizedToken
 from citemark._nearmiss import find_unrecognized
