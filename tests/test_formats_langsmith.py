@@ -24,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hinted import check_as_hinted
 
 pytest.importorskip("langsmith")
 
@@ -335,6 +336,17 @@ class TestListedRuns:
         roots = [n for n, r in enumerate(runs, start=1) if r.parent_run_id is None]
         assert sorted(roots) == sorted(r.line for r in records)
         assert {"run"} == {(r.row or {})["id_scope"] for r in records}
+
+    @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
+    def test_a_dumped_array_given_without_from_is_named_and_read(self, langsmith_client, tmp_path):
+        """The dumped runs given to a plain check: the hint names --from langsmith, which reads them."""
+        runs = self.listed(*langsmith_client, rag_chain("Fast [2]."), rag_chain("Fast [7]."))
+        path = tmp_path / "runs.json"
+        with path.open("w", encoding="utf-8") as handle:
+            json.dump([r.dict() for r in runs], handle, default=str, indent=2)
+        option, records = check_as_hinted(path, tmp_path)
+        assert "--from langsmith" == option
+        assert ["failed", "unassessed"] == sorted(str(r["outcome"]) for r in records)
 
     def test_runs_pretty_printed_one_after_another(self, langsmith_client):
         """Runs dumped one ``json.dump(..., indent=2)`` after another: each row's line is its root's."""

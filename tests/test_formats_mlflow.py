@@ -23,6 +23,7 @@ import pytest
 pytest.importorskip("mlflow")
 
 import mlflow
+from hinted import check_as_hinted
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListChatModel
@@ -363,6 +364,30 @@ def run_check(tmp_path: Path, name: str, data: bytes, *options: str) -> list[dic
     for record in records:
         record.pop("run_id", None)
     return records
+
+
+class TestShapes:
+    def test_a_pretty_printed_trace_is_named_and_read(self, traces, tmp_path):
+        """``Trace.to_json(pretty=True)`` given without --from: the hint names --from mlflow.
+
+        The row the named reader reads carries its trace id as a per-run id.
+        """
+        trace, _ = autolog_trace(traces, "Cheetahs reach 104 km/h [2].")
+        path = tmp_path / "trace.json"
+        path.write_text(trace.to_json(pretty=True), encoding="utf-8")
+        option, records = check_as_hinted(path, tmp_path)
+        assert "--from mlflow" == option
+        assert [trace.info.trace_id] == [r["id"] for r in records]
+        (row,) = read(path.read_bytes())
+        assert "run" == row.row["id_scope"]  # type: ignore[index]
+
+    def test_pretty_printed_traces_are_numbered_by_their_first_line(self, traces):
+        """Traces one after another: each row's line is the line its trace starts on."""
+        one, _ = autolog_trace(traces, "Fast [1].")
+        two, _ = autolog_trace(traces, "Faster [2].")
+        first = one.to_json(pretty=True) + "\n"
+        records = read(("\n" + first + two.to_json(pretty=True)).encode())
+        assert [2, 2 + first.count("\n")] == [r.line for r in records]
 
 
 class TestCheckEndToEnd:
