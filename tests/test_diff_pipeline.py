@@ -224,16 +224,16 @@ class TestLinks:
 
 
 class TestReportVersions:
-    def test_a_report_of_schema_version_2_with_new_fields_is_read(self, versions):
-        """A newer report.json (schema 2, fields this version does not know) is read."""
+    def test_a_report_of_a_later_schema_version_with_new_fields_is_read(self, versions):
+        """A newer report.json (schema 3, fields this version does not know) is read."""
         old, new = versions
         report = json.loads((new / "report.json").read_text())
-        report["schema_version"] = 2
-        report["check"]["headline"] = {"cite_correctly": 2, "violations": 1}
+        report["schema_version"] = 3
+        report["check"]["headline"] = {"cite_only_given_sources": 2, "violations": 1}
         report["added_later"] = [1, 2]
         (new / "report.json").write_text(json.dumps(report))
         diff = compare_runs(old, new)
         assert (3, 1) == (diff.compared, diff.changed)
-        assert [("schema_version", 1, 2)] == [
+        assert [("schema_version", 2, 3)] == [
             (d.name, d.old, d.new) for d in diff.version_differences
         ]
