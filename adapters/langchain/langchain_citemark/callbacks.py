@@ -27,8 +27,12 @@ object), and its documents in the order the prompt numbered them, so that ``cite
 check`` finds the same violation the next day. The row also says, as data, that the
 run raised after answering: ``"rejected": "<citemark error class>"`` for one of
 citemark's rejections, ``"raised": "<exception class>"`` for any other exception.
-The run's `CitationReport` is made from the same answer and documents, so
-``handler.reports`` and the file agree on every run.
+A stream citemark stopped at the token completing an out-of-range marker is recorded
+as far as it went (``"answer_cut": true``), and only when that text shows the marker:
+the handler keeps each streaming reply's tokens for this, and reads a streamed run's
+input from its end event, where LangChain gives it. The run's `CitationReport` is
+made from the same answer and documents, so ``handler.reports`` and the file agree on
+every run.
 
 A parser that is not bound to documents (the RAG tutorial's ``... | prompt | llm |
 CitationOutputParser()``) asks the handler in its run's callbacks for the documents
