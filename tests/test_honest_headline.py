@@ -87,6 +87,15 @@ class TestWordsWithoutAJudge:
             done.stdout.splitlines()
         )
         assert "correct" not in done.stdout.split("rows with a violation")[0]
+        # All 3 are named, so the list says so rather than "first 3 of 3".
+        lines = done.stdout.splitlines()
+        at = lines.index("rows with a violation:")
+        assert [
+            "  line 4: gpl3-cure-30-days/out_of_range \u2014 fabricated_citation [5]",
+            "  line 5: gpl3-60-days/out_of_range_in_list \u2014 fabricated_citation [9]",
+            "  line 14: gpl3-cure-30-days/fabricated_label \u2014 fabricated_citation [gpl-3-9]",
+        ] == lines[at + 1 : at + 4]
+        assert lines[at + 4].startswith("  every row with a violation is listed; details in ")
 
     @pytest.mark.parametrize("code", typing.get_args(ViolationCode))
     def test_every_violation_code_has_words_for_one_and_many(self, code):

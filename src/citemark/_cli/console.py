@@ -222,9 +222,9 @@ def _print_violating_rows(console: Console, result: CheckResult) -> None:
     listed = summary.violating_rows
     if not listed:
         return
-    console.print(
-        _text(f"rows with a violation (first {len(listed)} of {summary.headline.violations}):")
-    )
+    total = summary.headline.violations
+    first = f" (first {len(listed)} of {total})" if len(listed) < total else ""
+    console.print(_text(f"rows with a violation{first}:"))
     for row in listed:
         markers = " ".join(f"[{m}]" for m in row.markers)
         console.print(
