@@ -263,8 +263,12 @@ class JsonTokens:
 
     def non_blank(self, start: int, end: int) -> bool:
         """Whether anything but JSON whitespace lies between ``start`` and ``end``."""
-        lo, hi = start - self._base, end - self._base
-        return _NON_BLANK.search(self._buffer, lo, hi) is not None
+        return self.first_non_blank(start, end) is not None
+
+    def first_non_blank(self, start: int, end: int) -> int | None:
+        """The stream offset of the first byte that is not JSON whitespace in the range, or None."""
+        match = _NON_BLANK.search(self._buffer, start - self._base, end - self._base)
+        return None if match is None else match.start() + self._base
 
     def __iter__(self) -> Iterator[tuple[int, int, int]]:
         buffer = self._buffer

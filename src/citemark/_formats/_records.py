@@ -75,6 +75,8 @@ def first_content(handle: BinaryIO) -> tuple[bytes, int]:
     first = True
     while block := handle.read(_BLOCK):
         if first:
+            while len(block) < len(_BOM) and _BOM.startswith(block) and (more := handle.read(1)):
+                block += more  # a handle that gives a few bytes a read: the whole mark first
             block = block.removeprefix(_BOM)
             first = False
         match = _NON_BLANK.search(block)
@@ -251,6 +253,10 @@ def _array(tokens: JsonTokens, noun: str) -> Iterator[JsonRecord]:
         if tokens.non_blank(previous, tokens.end):
             yield JsonRecord(position + 1, None, "text follows the end of the JSON array")
         return
+    if depth == 0 and start is not None and tokens.non_blank(start, tokens.end):
+        # The last element is whole, only the array around it is cut: it is still a record.
+        position += 1
+        yield JsonRecord(position, tokens.take(start, tokens.end))
     inside = f"a {noun}" if depth > 0 else "the JSON array"
     yield JsonRecord(position + 1, None, f"the file ends inside {inside}")
 
@@ -276,9 +282,10 @@ def _values(tokens: JsonTokens, noun: str, line: int) -> Iterator[JsonRecord]:
                     tokens.keep(end)
             previous = end
             continue
-        line += tokens.newlines(counted, begin)
-        counted = begin
-        if tokens.non_blank(previous, begin) or byte not in (_OPEN_OBJECT, _COMMA):
+        stray = tokens.first_non_blank(previous, begin)
+        line += tokens.newlines(counted, begin if stray is None else stray)
+        counted = begin if stray is None else stray
+        if stray is not None or byte not in (_OPEN_OBJECT, _COMMA):
             yield JsonRecord(line, None, f"a {noun} must be a JSON object")
             return
         if byte == _OPEN_OBJECT:
@@ -287,5 +294,8 @@ def _values(tokens: JsonTokens, noun: str, line: int) -> Iterator[JsonRecord]:
         tokens.keep(begin)
     if depth > 0:
         yield JsonRecord(line, None, f"the file ends inside a {noun}")
-    elif tokens.non_blank(previous, tokens.end):
+        return
+    stray = tokens.first_non_blank(previous, tokens.end)
+    if stray is not None:
+        line += tokens.newlines(counted, stray)
         yield JsonRecord(line, None, f"a {noun} must be a JSON object")
