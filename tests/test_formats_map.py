@@ -163,6 +163,19 @@ class TestLangChain:
         with pytest.raises(MarkerOutOfRangeError):
             resolve(fabricated.answer, fabricated.sources)
 
+    def test_a_json_array_or_pretty_printed_results_read_as_the_lines(self, outputs):
+        """The same logged results as one JSON array, or pretty-printed one after another:
+        the rows of the JSONL, each numbered by its array position or its first line."""
+        logged = langchain_records(outputs, "model_dump")
+        lines = read_all(jsonl(logged), LANGCHAIN_MAP)
+        array = read_all(json.dumps(logged, indent=2).encode(), LANGCHAIN_MAP)
+        pretty = [json.dumps(record, indent=2) + "\n" for record in logged]
+        values = read_all("".join(pretty).encode(), LANGCHAIN_MAP)
+        assert [r.row for r in lines] == [r.row for r in array] == [r.row for r in values]
+        assert [1, 2] == [r.line for r in array]
+        assert [1, 1 + pretty[0].count("\n")] == [r.line for r in values]
+        assert all("id_scope" not in (r.row or {}) for r in lines)  # a mapped id is the user's
+
     def test_a_mistyped_pointer_is_malformed_not_filled_in(self, outputs):
         """``source.doc_id=/metadata/docid`` (a typo) makes every row malformed; a reader that
         treats a missing value as absent would name the sources by position and pass them."""
