@@ -36,12 +36,34 @@ it. A writer object gets one ``write`` call per line under the same lock (and a
 ``flush`` when it has one); whether that reaches its destination whole is the
 writer's business.
 
+**A deleted file is noticed, not written into.** A regular file deleted while the
+recorder holds it open would take every later line into a file no one can reach,
+each counted as recorded. Before each write the recorder checks the descriptor's link
+count (one ``fstat``); at zero the file was deleted, and the recorder opens the path
+again, creating the file afresh in its folder, so the line and the later ones land
+where a reader looks. When that open fails (the folder was deleted too), the row is a
+counted failure, and the next row tries again. A second ``fstat`` after the write
+catches a file deleted while the line was written: that line is a counted failure
+too. A file with another link left (a hard link elsewhere) is not deleted: its lines
+stay reachable there. Renaming the file away is not deleting it: the lines follow it.
+
+**Opening never waits.** The path is opened with ``O_NONBLOCK``, then the descriptor
+is made blocking again: a FIFO no process reads (or a socket) refuses the open at
+once with ``OSError`` ``ENXIO`` and a one-line message, where a blocking open would
+wait for a reader forever. A FIFO that has a reader is written to as a pipe: once it
+is open, a reader that stops reading without closing it blocks the writes, as it
+would for any writer.
+
 **Never raising into the pipeline.** `RowRecorder.record` returns whether the row
 was written. A row that is not strict JSON (metadata holding ``NaN`` or an object
-JSON cannot represent), a failed write, or a closed recorder counts in
-`RowRecorder.failures`, its structural sentence is kept in `RowRecorder.last_failure`,
-and a `RecordingWarning` with that sentence is issued; no part of the row reaches
-either. Only opening the file can raise, at construction, before any run.
+JSON cannot represent), one nested deeper than the encoder can follow (metadata
+nested a thousand levels deep raises ``RecursionError`` in any recursive encoder),
+one whose values raise while they are encoded, a failed write, a deleted file that
+cannot be opened again, or a closed recorder counts in `RowRecorder.failures`, its
+structural sentence is kept in `RowRecorder.last_failure`, and a `RecordingWarning`
+with that sentence is issued; no part of the row reaches either. Only opening the
+file can raise, at construction, before any run, and only a mistake in the calling
+code (a `ValueError` for an unknown reason code, say) raises from `record`.
 """
 
 from __future__ import annotations
@@ -53,6 +75,7 @@ import stat
 import threading
 import warnings
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -78,7 +101,13 @@ _ROW_KEYS: Final = frozenset(
 _ID_SCOPES: Final = frozenset({"run"})
 _PREFIX: Final = "citemark could not record a row: "
 _NOT_JSON: Final = _PREFIX + "it is not strict JSON (NaN, Infinity or a value JSON cannot hold)"
+_TOO_DEEP: Final = _PREFIX + "it is nested deeper than JSON encoding can follow (RecursionError)"
 _CLOSED: Final = _PREFIX + "the recorder is closed"
+_DELETED_DURING: Final = _PREFIX + "its file was deleted while the line was written"
+_NO_READER: Final = "nothing reads this FIFO (or it is a socket): a recorder cannot append to it"
+# How a recording file is opened: appended to, created when missing, never inherited by
+# a child process. O_NONBLOCK only for the open itself (see `_open_for_append`).
+_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
 class TextWriter(Protocol):
@@ -101,7 +130,9 @@ class RowRecorder:
             close.
 
     Raises:
-        OSError: the file cannot be opened for appending (at construction only).
+        OSError: the file cannot be opened for appending (at construction only);
+            ``errno.ENXIO`` for a FIFO that no process reads, or a socket, refused at
+            once rather than waited on.
 
     Example:
         ```python
@@ -128,6 +159,10 @@ class RowRecorder:
         self._lock = threading.Lock()
         self._writer: TextWriter | None = None
         self._fd: int | None = None
+        # The path to open again when the file is deleted, and whether it is a regular
+        # file (only a regular file's lines are lost with it; a FIFO's reader keeps them).
+        self._path = ""
+        self._regular = False
         # Whether the target may end inside a line: the next line then starts with "\n".
         self._cut = False
         self._closed = False
@@ -135,11 +170,12 @@ class RowRecorder:
         self._failures = 0
         self._last_failure: str | None = None
         if isinstance(target, str | os.PathLike):
-            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            self._path = _absolute(os.fspath(target))
+            fd, self._regular = _open_for_append(self._path)
             self._fd = fd
             # A recorder dropped without close() still releases its descriptor.
             self._release = weakref.finalize(self, os.close, fd)
-            self._cut = _ends_inside_a_line(fd, os.fspath(target))
+            self._cut = self._regular and _ends_inside_a_line(fd, self._path)
         else:
             self._writer = target
 
@@ -199,22 +235,34 @@ class RowRecorder:
         Raises:
             ValueError: ``index_base`` is not 0 or 1, ``unassessed`` is not a known
                 code, ``id_scope`` is neither ``"run"`` nor None, or ``extra`` reuses
-                a field of the row: mistakes in the calling code, not in the run.
+                a field of the row: mistakes in the calling code, not in the run. What
+                the row holds never raises: values JSON cannot hold, values nested
+                too deep to encode and values whose own serializer raises are counted
+                failures.
         """
-        row = _row(
-            answer=answer,
-            sources=sources,
-            question=question,
-            row_id=id,
-            index_base=index_base,
-            unassessed=unassessed,
-            extra=extra,
-            id_scope=id_scope,
+        _check_arguments(
+            index_base=index_base, unassessed=unassessed, extra=extra, id_scope=id_scope
         )
         try:
+            row = _row(
+                answer=answer,
+                sources=sources,
+                question=question,
+                row_id=id,
+                index_base=index_base,
+                unassessed=unassessed,
+                extra=extra,
+                id_scope=id_scope,
+            )
             text = json.dumps(row, ensure_ascii=True, allow_nan=False, default=_jsonable)
+        except RecursionError:
+            # Before ValueError and the rest: a recursive encoder's depth limit, which
+            # metadata nested a thousand deep reaches (the stack is unwound by now).
+            return self._fail(_TOO_DEEP)
         except (ValueError, TypeError, PydanticSerializationError):
             return self._fail(_NOT_JSON)
+        except Exception as exc:  # noqa: BLE001 - a value's own serializer may raise anything
+            return self._fail(f"{_PREFIX}encoding it raised {type(exc).__name__}")
         return self._append(text.encode("ascii") + b"\n")
 
     def close(self) -> None:
@@ -242,33 +290,63 @@ class RowRecorder:
 
     def _append(self, line: bytes) -> bool:
         with self._lock:
-            if self._closed:
-                failure: str | None = _CLOSED
-            else:
-                data = b"\n" + line if self._cut else line
-                failure = self._write(data)
+            failure = _CLOSED if self._closed else self._write(line)
             if failure is None:
                 self._recorded += 1
                 return True
         return self._fail(failure)
 
-    def _write(self, data: bytes) -> str | None:
-        """Write ``data`` whole, holding the lock; return a failure sentence or None."""
+    def _write(self, line: bytes) -> str | None:
+        """Write ``line`` whole, holding the lock; return a failure sentence or None."""
         try:
             if self._fd is not None:
-                self._write_fd(self._fd, data)
+                failure = self._write_file(self._fd, line)
+                if failure is not None:
+                    return failure
             elif self._writer is not None:
-                self._writer.write(data.decode("ascii"))
+                self._writer.write((b"\n" + line if self._cut else line).decode("ascii"))
                 flush = getattr(self._writer, "flush", None)
                 if callable(flush):
                     flush()
         except OSError as exc:
-            code = errno.errorcode.get(exc.errno or 0, "no errno")
-            return f"{_PREFIX}the write failed ({type(exc).__name__}, {code})"
+            return f"{_PREFIX}the write failed ({_code(exc)})"
         except Exception as exc:  # noqa: BLE001 - a writer object may raise anything
             return f"{_PREFIX}the writer raised {type(exc).__name__}"
         self._cut = False
         return None
+
+    def _write_file(self, fd: int, line: bytes) -> str | None:
+        """Append ``line`` to the file, or say why it is not in the file.
+
+        A regular file with no link left was deleted: it is opened again by its path
+        first, and a line written while it was being deleted is a failure, since no
+        reader can reach it. One ``fstat`` before and one after the write.
+        """
+        if self._regular and os.fstat(fd).st_nlink == 0:
+            reopened = self._reopen()
+            if isinstance(reopened, str):
+                return reopened
+            fd = reopened
+        self._write_fd(fd, b"\n" + line if self._cut else line)
+        if self._regular and os.fstat(fd).st_nlink == 0:
+            return _DELETED_DURING
+        return None
+
+    def _reopen(self) -> int | str:
+        """Open the deleted file's path again, holding the lock: its descriptor, or why not."""
+        try:
+            fd, regular = _open_for_append(self._path)
+        except OSError as exc:
+            return f"{_PREFIX}its file was deleted and cannot be opened again ({_code(exc)})"
+        try:
+            cut = regular and _ends_inside_a_line(fd, self._path)
+        except OSError as exc:
+            os.close(fd)
+            return f"{_PREFIX}its file was deleted and cannot be opened again ({_code(exc)})"
+        self._release()  # the deleted file's descriptor
+        self._fd, self._regular, self._cut = fd, regular, cut
+        self._release = weakref.finalize(self, os.close, fd)
+        return fd
 
     def _write_fd(self, fd: int, data: bytes) -> None:
         view = memoryview(data)
@@ -287,6 +365,32 @@ class RowRecorder:
         return False
 
 
+def _check_arguments(
+    *,
+    index_base: int | None,
+    unassessed: str | None,
+    extra: Mapping[str, Any] | None,
+    id_scope: str | None,
+) -> None:
+    """Refuse the calling code's mistakes, before anything of the row is encoded.
+
+    Raises:
+        ValueError: see `RowRecorder.record`.
+    """
+    if id_scope is not None and id_scope not in _ID_SCOPES:
+        msg = "id_scope must be 'run' or None"
+        raise ValueError(msg)
+    if index_base is not None:
+        check_index_base(index_base)
+    for key in extra or {}:
+        if key in _ROW_KEYS:
+            msg = f"extra may not set the row's own field {key}"
+            raise ValueError(msg)
+    if unassessed is not None and unassessed not in REASONS:
+        msg = "unassessed must be a code of citemark.evaluation.REASONS"
+        raise ValueError(msg)
+
+
 def _row(  # noqa: PLR0913 - the fields of `RowRecorder.record`
     *,
     answer: str | Mapping[str, Any],
@@ -298,28 +402,19 @@ def _row(  # noqa: PLR0913 - the fields of `RowRecorder.record`
     extra: Mapping[str, Any] | None,
     id_scope: str | None,
 ) -> dict[str, Any]:
+    """The row as a dict, its arguments checked by `_check_arguments` already."""
     row: dict[str, Any] = {}
     if row_id is not None:
         row["id"] = row_id
     if id_scope is not None:
-        if id_scope not in _ID_SCOPES:
-            msg = "id_scope must be 'run' or None"
-            raise ValueError(msg)
         row["id_scope"] = id_scope
     row["question"] = question
     row["answer"] = answer if isinstance(answer, str) else dict(answer)
     row["sources"] = [source.model_dump() for source in sources]
     if index_base is not None:
-        row["index_base"] = check_index_base(index_base)
-    for key, value in (extra or {}).items():
-        if key in _ROW_KEYS:
-            msg = f"extra may not set the row's own field {key}"
-            raise ValueError(msg)
-        row[key] = value
+        row["index_base"] = index_base
+    row.update(extra or {})
     if unassessed is not None:
-        if unassessed not in REASONS:
-            msg = "unassessed must be a code of citemark.evaluation.REASONS"
-            raise ValueError(msg)
         row["unassessed"] = unassessed
     return row
 
@@ -329,13 +424,66 @@ def _jsonable(value: object) -> object:
     return to_jsonable_python(value)
 
 
+def _code(exc: OSError) -> str:
+    """An OS error's symbolic code (``ENOENT``): a structural fact, never its text."""
+    return f"{type(exc).__name__}, {errno.errorcode.get(exc.errno or 0, 'no errno')}"
+
+
+def _absolute(path: str) -> str:
+    """``path`` made absolute against today's working folder, to open it again later.
+
+    Joined, not normalized, so that ``..`` after a symbolic link means what the kernel
+    makes it mean; left relative when the working folder itself is gone.
+    """
+    if Path(path).is_absolute():
+        return path
+    try:
+        return str(Path.cwd() / path)
+    except OSError:
+        return path
+
+
+def _open_for_append(path: str) -> tuple[int, bool]:
+    """Open ``path`` to append to without ever waiting; (descriptor, regular file?).
+
+    ``O_NONBLOCK`` makes the open of a FIFO no process reads fail at once with
+    ``ENXIO`` (a blocking open waits for a reader forever); the descriptor is made
+    blocking again for the writes.
+
+    Raises:
+        OSError: the open failed; ``ENXIO`` with a one-line message for a FIFO no
+            process reads, or a socket.
+    """
+    try:
+        fd = os.open(path, _FLAGS | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, _NO_READER, path) from None
+        raise
+    try:
+        os.set_blocking(fd, True)
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd, regular
+
+
 def _ends_inside_a_line(fd: int, path: str) -> bool:
-    """Whether a regular file's last byte is not a line break (a cut last line)."""
+    """Whether a regular file's last byte is not a line break (a cut last line).
+
+    The last byte is read through a second, non-blocking descriptor on the path; if
+    the path names another file by then, the answer is yes: a line break first costs
+    at most one blank line, which ``citemark check`` skips.
+    """
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
         return False
-    reader = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    reader = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
+        seen = os.fstat(reader)
+        if (seen.st_dev, seen.st_ino) != (info.st_dev, info.st_ino):
+            return True
         return os.pread(reader, 1, info.st_size - 1) != b"\n"
     finally:
         os.close(reader)
