@@ -1,6 +1,7 @@
 """A file another library wrote, given without ``--from``: the error names the reader that reads it.
 
-Every file here is written by its producer in the test (Ragas' ``to_csv``, DeepEval's
+Every file here is written by its producer in the test (Ragas' ``to_csv``, ``to_list``
+and ``to_pandas().to_parquet()``, DeepEval's
 ``save_as``, Phoenix's span table through ``DataFrame.to_parquet``, MLflow's
 ``Trace.to_json``), given to ``citemark check`` without ``--from``; the ``--from``
 the error names is then run on the same file and must read every row of it
@@ -37,6 +38,8 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     produce("phoenix_spans", {"documents": DOCUMENTS, "runs": RUNS}, work / "spans.parquet", work)
     return {
         "ragas-csv": work / "ragas" / "ragas.csv",
+        "ragas-json": work / "ragas" / "ragas.json",
+        "ragas-parquet": work / "ragas" / "ragas.parquet",
         "deepeval-json": work / "deepeval" / "deepeval.json",
         "deepeval-csv": work / "deepeval" / "deepeval.csv",
         "phoenix-parquet": work / "spans.parquet",
@@ -47,6 +50,8 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ("name", "reader", "rows"),
     [
         ("ragas-csv", "--from ragas", len(RAGAS_SPEC)),
+        ("ragas-json", "--from ragas", len(RAGAS_SPEC)),
+        ("ragas-parquet", "--from ragas", len(RAGAS_SPEC)),
         ("deepeval-json", "--from deepeval", len(DEEPEVAL_SPEC)),
         ("deepeval-csv", "--from deepeval", len(DEEPEVAL_SPEC)),
         ("phoenix-parquet", "--from openinference", len(RUNS)),
@@ -67,22 +72,16 @@ def test_the_hint_quotes_nothing_of_the_file(produced, tmp_path):
     assert "line 1: not valid JSON (the file is CSV with Ragas's columns" in error
 
 
-def test_a_parquet_table_of_ragas_samples_is_not_sent_to_a_reader(tmp_path):
-    """pandas' Parquet of Ragas columns: no reader takes it, and the hint says so."""
-    table = pa.table(
-        {
-            "user_input": ["q"],
-            "retrieved_contexts": [["a", "b"]],
-            "response": ["r [1]"],
-        }
-    )
-    path = tmp_path / "ragas.parquet"
+def test_a_parquet_table_of_deepeval_cases_is_not_sent_to_a_reader(tmp_path):
+    """pyarrow's Parquet of DeepEval columns: no reader takes it, and the hint says so."""
+    table = pa.table({"input": ["q"], "actual_output": ["a [1]"], "retrieval_context": [["c"]]})
+    path = tmp_path / "deepeval.parquet"
     pq.write_table(table, path)
     with path.open("rb") as handle:
         handle.seek(7)
         hint = file_hint(handle)
         assert 7 == handle.tell()
-    assert "Parquet table of Ragas records, which --from ragas does not read" in str(hint)
+    assert "Parquet table of DeepEval records, which --from deepeval does not read" in str(hint)
 
 
 def test_keys_past_the_head_are_not_needed(tmp_path):

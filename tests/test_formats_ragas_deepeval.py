@@ -191,19 +191,16 @@ def test_a_csv_cell_with_text_after_its_closing_quote_is_one_malformed_record(
     assert [r.row for r in good[1:]] == [r.row for r in records[1:]]
 
 
-def test_ragas_samples_dumped_as_a_json_array_read_as_its_jsonl(
-    ragas_files: Path, tmp_path: Path
-) -> None:
-    """``json.dump(dataset.to_list(), f)``: the rows of the JSONL, numbered by position."""
-    lines = (ragas_files / "ragas.jsonl").read_text(encoding="utf-8").splitlines()
-    samples = [json.loads(line) for line in lines if line.strip()]
-    path = tmp_path / "ragas.json"
-    path.write_text(json.dumps(samples, indent=2), encoding="utf-8")
-    from_array = read_all("ragas", path)
-    assert [r.row for r in read_all("ragas", ragas_files / "ragas.jsonl")] == [
-        r.row for r in from_array
-    ]
-    assert [1, 2, 3] == [r.line for r in from_array]
+def test_ragas_samples_dumped_as_a_json_array_read_as_its_jsonl(ragas_files: Path) -> None:
+    """``json.dump(dataset.to_list(), f)`` and ``to_pandas().to_parquet()``: the JSONL's rows.
+
+    Both are written by Ragas itself; rows are numbered by their position.
+    """
+    from_jsonl = [r.row for r in read_all("ragas", ragas_files / "ragas.jsonl")]
+    for name in ("ragas.json", "ragas.parquet"):
+        records = read_all("ragas", ragas_files / name)
+        assert from_jsonl == [r.row for r in records], name
+        assert [1, 2, 3] == [r.line for r in records]
 
 
 def test_ragas_csv_reads_the_same_rows_as_its_jsonl(ragas_files: Path) -> None:

@@ -5,7 +5,9 @@ Run with the formats environment's Python (``.venv-formats/bin/python``)::
     ragas_dataset.py SPEC.json OUT_DIR
 
 SPEC.json is a list of ``SingleTurnSample`` field dicts; the dataset of those
-samples is written to OUT_DIR/ragas.jsonl and OUT_DIR/ragas.csv.
+samples is written to OUT_DIR/ragas.jsonl and OUT_DIR/ragas.csv, and as users also
+write it, to OUT_DIR/ragas.json (``json.dump(dataset.to_list())``) and
+OUT_DIR/ragas.parquet (``dataset.to_pandas().to_parquet()``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def main(spec_path: str, out_dir: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     dataset.to_jsonl(out / "ragas.jsonl")
     dataset.to_csv(out / "ragas.csv")
+    # What users also write: the samples as one JSON array, and the dataframe as Parquet.
+    (out / "ragas.json").write_text(json.dumps(dataset.to_list(), indent=2), encoding="utf-8")
+    dataset.to_pandas().to_parquet(out / "ragas.parquet")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ that reads it:
 * **Parquet** (the file starts with ``PAR1``): its schema's column names, read with
   pyarrow when it is installed (imported only then): a Phoenix span table (its
   ``context.trace_id`` and ``context.span_id`` columns) is read by ``--from
-  openinference``.
+  openinference``, a Ragas dataset's table (``to_pandas().to_parquet()``) by ``--from
+  ragas``.
 * **A JSON array**: the keys of its first element.
 * **A JSON object**, one or several, pretty-printed or not: the keys of the first.
 * **CSV**: the columns of its header (Ragas' ``to_csv``, DeepEval's ``save_as``).
@@ -92,6 +93,8 @@ def _parquet_hint(handle: BinaryIO) -> str:
             "the file is a Phoenix span table saved as Parquet: read it with --from openinference"
         )
     name = sniff(dict.fromkeys(names))
+    if name == "ragas":
+        return "the file is a Parquet table of Ragas samples: read it with --from ragas"
     if name is not None and name in _CSV_READERS:
         return (
             f"the file is a Parquet table of {_PRODUCERS[name]} records, which --from {name} "

@@ -4,10 +4,13 @@ Ragas keeps a RAG run as a ``SingleTurnSample``, and an ``EvaluationDataset`` of
 them writes itself as JSONL (``to_jsonl``: one sample per line, unset fields
 left out) or as CSV (``to_csv``: one sample per record, list fields written as
 Python ``repr`` lists such as ``['first', 'second']``); a user dumping
-``dataset.to_list()`` writes one JSON array of the samples. All three are read, told
-apart by content: a file whose first non-blank byte is ``[`` is a JSON array (streamed
-element by element, `citemark._formats._records`), ``{`` is JSONL (or samples
-pretty-printed one after another), anything else is CSV. A sample becomes a row:
+``dataset.to_list()`` writes one JSON array of the samples, and
+``dataset.to_pandas().to_parquet(...)`` a Parquet table. All four are read, told apart
+by content: a file that starts with ``PAR1`` is Parquet (read a row group batch at a
+time with pyarrow, imported only then; list columns are real lists), one whose first
+non-blank byte is ``[`` a JSON array (streamed element by element,
+`citemark._formats._records`), ``{`` JSONL (or samples pretty-printed one after
+another), anything else CSV. A sample becomes a row:
 
 * ``question`` ← ``user_input``; ``answer`` ← ``response``.
 * ``sources[i].text`` ← ``retrieved_contexts[i]``, in list order.
@@ -16,8 +19,9 @@ pretty-printed one after another), anything else is CSV. A sample becomes a row:
   position in the list (``"1"``, ``"2"``, ...), as ``--map`` names a source
   without one.
 * ``id``: none. Ragas records no row id, so a row is known by its line (JSONL, the
-  line a pretty-printed sample starts on), by its 1-based position in a JSON array,
-  or by its 1-based position among the CSV's records (the header is not counted).
+  line a pretty-printed sample starts on), by its 1-based position in a JSON array or
+  a Parquet table, or by its 1-based position among the CSV's records (the header is
+  not counted).
 * ``index_base`` ← ``--index-base`` when given, else citemark's default.
 
 Ragas records no numbering: the order of ``retrieved_contexts`` is taken as the
@@ -39,8 +43,10 @@ swallowed, instead of reading them as one cell.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+import io
+from typing import TYPE_CHECKING, Final
 
+from citemark._errors import CitemarkError
 from citemark._formats._base import Recorded
 from citemark._formats._common import (
     MalformedError,
@@ -49,7 +55,7 @@ from citemark._formats._common import (
     text_field,
     text_lines,
 )
-from citemark._formats._records import first_byte, json_records, json_values
+from citemark._formats._records import first_byte, json_records, json_values, peek
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -59,9 +65,12 @@ if TYPE_CHECKING:
 
 __all__ = ["read"]
 
+_PARQUET_MAGIC: Final = b"PAR1"
+_BATCH_ROWS: Final = 1_024
+
 
 def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
-    """Read a Ragas dataset (JSONL or CSV), one `Recorded` per sample, streaming.
+    """Read a Ragas dataset (JSONL, JSON, CSV or Parquet), one `Recorded` per sample, streaming.
 
     Args:
         handle: The file, opened in binary mode.
@@ -70,7 +79,14 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
 
     Yields:
         One `Recorded` per sample, in file order; blank JSONL lines are skipped.
+
+    Raises:
+        CitemarkError: the file is Parquet and pyarrow is not installed.
     """
+    head, handle = peek(handle, len(_PARQUET_MAGIC))
+    if head == _PARQUET_MAGIC:
+        yield from _parquet(handle, options)
+        return
     first, handle = first_byte(handle)
     if first in {b"{", b"["}:
         for where, value in json_values(json_records(handle, "sample")):
@@ -78,6 +94,36 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         return
     for number, record in csv_records(text for _, text in text_lines(handle)):
         yield _recorded(number, record, options, from_csv=True)
+
+
+def _parquet(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
+    """The samples of ``dataset.to_pandas().to_parquet(...)``, a row group batch at a time."""
+    try:
+        import pyarrow.parquet as pq  # noqa: PLC0415 - optional, only for Parquet input
+    except ImportError:
+        msg = "reading a Ragas dataset saved as Parquet needs pyarrow: pip install pyarrow"
+        raise CitemarkError(msg) from None
+    if not handle.seekable():
+        handle = io.BytesIO(handle.read())
+    position = 0
+    try:
+        batches = pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS)
+    except Exception:  # noqa: BLE001 - any pyarrow failure means the same thing here
+        batches = None
+    while batches is not None:
+        try:
+            batch = next(batches, None)
+        except Exception:  # noqa: BLE001 - as above
+            batch = None
+            position += 1
+            yield Recorded(position, None, malformed="the Parquet file cannot be read from here")
+        if batch is None:
+            return
+        for row in batch.to_pylist():
+            position += 1
+            sample = {name: value for name, value in row.items() if value is not None}
+            yield _recorded(position, sample, options)
+    yield Recorded(line=1, row=None, malformed="not a readable Parquet file")
 
 
 # --- CSV list cells ---------------------------------------------------------------
