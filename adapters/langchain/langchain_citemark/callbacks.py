@@ -213,7 +213,8 @@ class CitationCallbackHandler(BaseCallbackHandler):
 
         Raises:
             ValueError: ``index_base`` is not 0 or 1 (a bool is refused too).
-            OSError: the ``record_to`` file cannot be opened for appending.
+            OSError: the ``record_to`` file cannot be opened for appending
+                (``errno.ENXIO`` at once for a FIFO no process reads, never a wait).
         """
         # The recorder's module loads the check's writers: on first use, not on import.
         from citemark.reports import RowRecorder  # noqa: PLC0415
@@ -232,7 +233,9 @@ class CitationCallbackHandler(BaseCallbackHandler):
             else RowRecorder(record_to)
         )
         """The recorder of ``citemark check`` rows, or None; its ``recorded`` and
-        ``failures`` count the rows written and the rows it could not write."""
+        ``failures`` count the rows written and the rows it could not write (a row
+        nested too deep to encode, a file whose folder was deleted: each warned about
+        with a `citemark.reports.RecordingWarning`, never raised into the chain)."""
         self._lock = threading.Lock()
         self._root_of: dict[UUID, UUID] = {}  # every live run -> its top-level run
         self._members: dict[UUID, list[UUID]] = {}  # top-level run -> its live runs

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,12 +28,16 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.query import QueryEndEvent
 from llama_index.core.query_engine import CitationQueryEngine
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from citemark import MarkerOutOfRangeError, SynthesisError
-from citemark.reports import RowRecorder
+from citemark.reports import RecordingWarning, RowRecorder
 from llama_index.postprocessor.citemark import CITATION_QA_TEMPLATE, CitationPostprocessor
 from llama_index.postprocessor.citemark.testing import ScriptedLLM
 from llama_index.query_engine.citemark import CitationRecordingHandler, CitedQueryEngine
+
+CANARY = "CANARY-38c3-llama-index-recording"
 
 
 @pytest.fixture
@@ -331,3 +338,89 @@ class TestConcurrentQueries:
         citation_engine("Filed [1].").query(QUESTION)
         assert 1 == len(rows(first.getvalue())) == len(rows(second.getvalue()))
         assert 1 == shared.recorded
+
+
+def nested(depth: int) -> dict:
+    """A dict nested ``depth`` levels deep under the canary key, built without recursion."""
+    top: dict = {}
+    level = top
+    for _ in range(depth):
+        level[CANARY] = {}
+        level = level[CANARY]
+    return top
+
+
+class FixedRetriever(BaseRetriever):
+    """A real retriever that returns the same nodes for every query."""
+
+    def __init__(self, nodes: list[TextNode]) -> None:
+        super().__init__()
+        self._nodes = nodes
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [NodeWithScore(node=node, score=1.0) for node in self._nodes]
+
+
+class TestHostileRecording:
+    """Issue 38, item 3: the handler never loses a query silently, nor hangs."""
+
+    def test_deep_metadata_is_a_counted_failure_and_the_query_answers(self, attach):
+        """Node metadata nested 2,000 deep (kept out of the prompt): the query answers; the
+        row is a counted failure with a structural RecordingWarning.
+
+        The old recorder raised RecursionError, which the handler swallowed: the query
+        was neither written nor counted.
+        """
+        node = text_node("deep", APACHE.text, "Apache", 0)
+        node.metadata["deep"] = nested(2_000)
+        node.excluded_llm_metadata_keys = ["deep"]
+        out = io.StringIO()
+        handler = attach(CitationRecordingHandler(out))
+        engine = CitationQueryEngine(
+            FixedRetriever([node]), llm=ScriptedLLM(replies=["Filed [1]."])
+        )
+        with pytest.warns(RecordingWarning, match="nested deeper") as caught:
+            assert "Filed [1]." == str(engine.query(CANARY))
+        assert (0, 1, "") == (handler.recorder.recorded, handler.recorder.failures, out.getvalue())
+        assert all(CANARY not in str(w.message) for w in caught)
+        assert CANARY not in (handler.recorder.last_failure or "")
+
+    def test_a_fifo_with_no_reader_is_refused_at_construction(self, tmp_path):
+        """A FIFO nobody reads: OSError ENXIO at once, never a handler that hangs.
+
+        The construction runs in a thread under a bounded wait; a blocked one is
+        released by opening the FIFO's read end, and the test fails.
+        """
+        fifo = tmp_path / "runs.fifo"
+        os.mkfifo(fifo)
+        done: list[object] = []
+
+        def construct() -> None:
+            try:
+                done.append(CitationRecordingHandler(fifo))
+            except OSError as exc:
+                done.append(exc)
+
+        thread = threading.Thread(target=construct, daemon=True)
+        thread.start()
+        thread.join(10)
+        if thread.is_alive():
+            reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            thread.join(10)
+            os.close(reader)
+            pytest.fail("the handler's construction was blocked on the FIFO")
+        (error,) = done
+        assert isinstance(error, OSError)
+        assert errno.ENXIO == error.errno
+
+    def test_a_deleted_file_is_created_again(self, tmp_path, attach):
+        """A query recorded after its file was deleted lands in a new file at the same path,
+        not in the deleted one (where the old recorder wrote it, counted as recorded)."""
+        path = tmp_path / "runs.jsonl"
+        handler = attach(CitationRecordingHandler(path))
+        engine = citation_engine("Filed [1].", "Kept [2].")
+        engine.query(QUESTION)
+        path.unlink()
+        engine.query(QUESTION)
+        assert ["Kept [2]."] == [row["answer"] for row in rows(path.read_text())]
+        assert (2, 0) == (handler.recorder.recorded, handler.recorder.failures)

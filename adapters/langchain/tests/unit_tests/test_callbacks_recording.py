@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
+import threading
 from operator import itemgetter
 from typing import ClassVar
 
@@ -261,3 +265,97 @@ class TestNeverRaises:
         )
         assert handler.recorder is None
         assert 1 == len(handler.reports)
+
+
+def nested(depth: int) -> dict:
+    """A dict nested ``depth`` levels deep under the canary key, built without recursion."""
+    top: dict = {}
+    level = top
+    for _ in range(depth):
+        level[CANARY] = {}
+        level = level[CANARY]
+    return top
+
+
+class TestHostileRecording:
+    """Issue 38, item 3: the handler never loses a run silently, nor hangs."""
+
+    def test_deep_metadata_is_a_counted_failure_and_the_chain_answers(self):
+        """Document metadata nested 2,000 deep: the chain answers and keeps its report; the
+        row is a counted failure with a structural RecordingWarning.
+
+        The old recorder raised RecursionError, which LangChain's callback manager
+        swallowed: the run was neither written nor counted.
+        """
+        vectors = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+        vectors.add_documents(
+            [
+                Document(text, id=name, metadata={"source": name, "deep": nested(2_000)})
+                for name, text in TEXTS.items()
+            ]
+        )
+        retriever = vectors.as_retriever(search_kwargs={"k": 3})
+        prompt = ChatPromptTemplate.from_template("{context}\n\nQuestion: {question}")
+        chain = (
+            {
+                "context": itemgetter("question") | retriever | reversed_numbering,
+                "question": itemgetter("question"),
+            }
+            | prompt
+            | FakeListChatModel(responses=["Filed [1]."])
+            | StrOutputParser()
+        )
+        out = io.StringIO()
+        handler = CitationCallbackHandler(record_to=out)
+        with pytest.warns(RecordingWarning, match="nested deeper") as caught:
+            answer = chain.invoke({"question": CANARY}, config={"callbacks": [handler]})
+        assert "Filed [1]." == answer
+        assert ["resolved"] == [r.outcome for r in handler.reports]
+        assert (0, 1, "") == (handler.recorder.recorded, handler.recorder.failures, out.getvalue())
+        assert all(CANARY not in str(w.message) for w in caught)
+        assert CANARY not in (handler.recorder.last_failure or "")
+
+    def test_a_fifo_with_no_reader_is_refused_at_construction(self, tmp_path):
+        """record_to= a FIFO nobody reads: OSError ENXIO at once, never a handler that hangs.
+
+        The construction runs in a thread under a bounded wait; a blocked one is
+        released by opening the FIFO's read end, and the test fails.
+        """
+        fifo = tmp_path / "runs.fifo"
+        os.mkfifo(fifo)
+        done: list[object] = []
+
+        def construct() -> None:
+            try:
+                done.append(CitationCallbackHandler(record_to=fifo))
+            except OSError as exc:
+                done.append(exc)
+
+        thread = threading.Thread(target=construct, daemon=True)
+        thread.start()
+        thread.join(10)
+        if thread.is_alive():
+            reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            thread.join(10)
+            os.close(reader)
+            pytest.fail("the handler's construction was blocked on the FIFO")
+        (error,) = done
+        assert isinstance(error, OSError)
+        assert errno.ENXIO == error.errno
+
+    def test_rows_after_the_folder_is_deleted_are_counted_failures(self, tmp_path):
+        """A run recorded after its folder was deleted is a counted failure, not a lost row
+        counted as recorded; with the folder back, the next run is written again."""
+        folder = tmp_path / "recorded"
+        folder.mkdir()
+        handler = CitationCallbackHandler(record_to=folder / "runs.jsonl")
+        chain = rag_chain(FakeListChatModel(responses=["Filed [1]."] * 3))
+        chain.invoke({"question": "When?"}, config={"callbacks": [handler]})
+        shutil.rmtree(folder)
+        with pytest.warns(RecordingWarning, match="deleted"):
+            chain.invoke({"question": "When?"}, config={"callbacks": [handler]})
+        assert (1, 1) == (handler.recorder.recorded, handler.recorder.failures)
+        folder.mkdir()
+        chain.invoke({"question": "When?"}, config={"callbacks": [handler]})
+        assert 1 == len(rows((folder / "runs.jsonl").read_text()))
+        assert (2, 1) == (handler.recorder.recorded, handler.recorder.failures)

@@ -144,7 +144,9 @@ class CitationRecordingHandler(BaseEventHandler):
     """
 
     recorder: RowRecorder
-    """Where the rows go; its ``recorded`` and ``failures`` count them."""
+    """Where the rows go; its ``recorded`` and ``failures`` count them (a row that
+    cannot be written, nested too deep to encode or in a deleted folder, is a failure
+    warned about with a `citemark.reports.RecordingWarning`, never lost unnoticed)."""
 
     index_base: int = 1
     """The number of the first node for ``cite_as`` and ``prompt`` numbering (0 or 1)."""
@@ -170,7 +172,8 @@ class CitationRecordingHandler(BaseEventHandler):
 
         Raises:
             ValueError: ``index_base`` is not 0 or 1.
-            OSError: the ``record_to`` file cannot be opened for appending.
+            OSError: the ``record_to`` file cannot be opened for appending
+                (``errno.ENXIO`` at once for a FIFO no process reads, never a wait).
         """
         recorder = record_to if isinstance(record_to, RowRecorder) else RowRecorder(record_to)
         super().__init__(recorder=recorder, index_base=check_index_base(index_base))
