@@ -257,16 +257,20 @@ def compared(
         raise ValueError(msg)
     old_path, new_path = Path(old_dir), Path(new_dir)
     old_run, new_run = read_report(old_path), read_report(new_path)
-    with RowIndex(two_keys=match == "auto") as index:
+    with RowIndex() as index:
         old_page, new_page = shown_lines(old_path), shown_lines(new_path)
         tally = _Tally(match)
         index.load(tally.keyed("old", read_rows(old_path)))
         tally.ids_compared = match == "id" or (
             match == "auto" and tally.old_ids > 0 and _share_an_id(index, new_path)
         )
+        # Only old rows with an id the new run does not share have two different keys.
+        without_ids = match == "auto" and tally.old_ids > 0 and not tally.ids_compared
+        if without_ids:
+            index.index_without_ids()
         for new, keys in tally.keyed("new", read_rows(new_path)):
             key = keys.with_ids if tally.ids_compared else keys.without_ids
-            old = None if key is None else index.take(key, without_ids=not tally.ids_compared)
+            old = None if key is None else index.take(key, without_ids=without_ids)
             if old is None or key is None:
                 tally.added += 1
                 tally.note("added")

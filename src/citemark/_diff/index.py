@@ -67,13 +67,8 @@ class RowIndex:
     its folder. A SQLite failure (a full disk) is a `RunDiffError`.
     """
 
-    def __init__(self, *, two_keys: bool = True) -> None:
-        """Create the database in a new private temporary folder.
-
-        Args:
-            two_keys: Whether rows may be taken by their key without the ids
-                (``alt``); without it, only the first key is indexed.
-        """
+    def __init__(self) -> None:
+        """Create the database in a new private temporary folder."""
         try:
             self._folder = tempfile.TemporaryDirectory(prefix="citemark-diff-")
         except OSError:
@@ -82,7 +77,7 @@ class RowIndex:
             self._db = sqlite3.connect(Path(self._folder.name) / "diff.sqlite3")
             for pragma in ("journal_mode=OFF", "synchronous=OFF", f"cache_size=-{_CACHE_KIB}"):
                 self._db.execute(f"PRAGMA {pragma}")
-            for statement in (*_SCHEMA, _ALT_INDEX) if two_keys else _SCHEMA:
+            for statement in _SCHEMA:
                 self._db.execute(statement)
         except sqlite3.Error:
             self._folder.cleanup()
@@ -117,6 +112,19 @@ class RowIndex:
         except sqlite3.Error:
             raise _failed() from None
 
+    def index_without_ids(self) -> None:
+        """Index the old rows' keys without the ids, for `take` with ``without_ids``.
+
+        Built once the rows are in, and only when a comparison needs it (the old run
+        has ids the new run does not share): SQLite sorts the keys in bounded memory,
+        spilling to its temporary files, and the other comparisons do not pay for a
+        second index as rows go in.
+        """
+        try:
+            self._db.execute(_ALT_INDEX)
+        except sqlite3.Error:
+            raise _failed() from None
+
     def has(self, key: str) -> bool:
         """Whether an old row has ``key`` as its key with the ids compared."""
         try:
@@ -130,7 +138,7 @@ class RowIndex:
 
         Rows sharing a key are matched occurrence by occurrence: the earliest old row
         left with that key. ``without_ids`` looks ``key`` up among the old rows' keys
-        without the ids (the index must then have been made with ``two_keys``).
+        without the ids (after `index_without_ids`).
         """
         column = _COLUMNS[without_ids]
         try:
