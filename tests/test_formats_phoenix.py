@@ -135,6 +135,13 @@ def test_parquet_rows_equal_the_openinference_rows_of_the_same_spans(
     assert len({key(r) for r in from_parquet}) == len(RUNS)
 
 
+def test_a_trace_id_is_marked_as_one_runs(tables: dict[str, Path]) -> None:
+    """Every row's id is a trace id, which names one run: each carries id_scope "run"."""
+    records = read_path(tables["runs"])
+    assert len(RUNS) == len(records)
+    assert [{"run"}] == [{str((r.row or {}).get("id_scope")) for r in records}]
+
+
 def test_evicted_documents_are_truncated_not_renumbered(tables: dict[str, Path]) -> None:
     """The attribute limit evicted the first documents and Phoenix re-nested the rest from 0.
 
