@@ -402,6 +402,7 @@ class TestLines:
 
         class Endless(io.RawIOBase):
             def __init__(self) -> None:
+                self.pending = b""
                 self.lines = (
                     json.dumps({"a": f"x{n}", "s": []}).encode() + b"\n" for n in itertools.count()
                 )
@@ -410,9 +411,10 @@ class TestLines:
                 return True
 
             def readinto(self, buffer: Any) -> int:
-                line = next(self.lines)
-                buffer[: len(line)] = line
-                return len(line)
+                self.pending = self.pending or next(self.lines)
+                count = min(len(buffer), len(self.pending))
+                buffer[:count], self.pending = self.pending[:count], self.pending[count:]
+                return count
 
         handle = io.BufferedReader(Endless())
         records = itertools.islice(

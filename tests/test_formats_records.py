@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from citemark._formats import _common
+from citemark._formats import ReadOptions, _common, reader_for
 from citemark._formats._records import json_records, json_values
 
 RECORDS = [
@@ -109,6 +109,7 @@ def test_an_endless_array_gives_its_first_records_at_once():
 
     class Endless(io.RawIOBase):
         def __init__(self) -> None:
+            self.pending = b""
             self.parts = itertools.chain(
                 [b"[\n"], (json.dumps({"n": n}).encode() + b",\n" for n in itertools.count())
             )
@@ -117,9 +118,10 @@ def test_an_endless_array_gives_its_first_records_at_once():
             return True
 
         def readinto(self, buffer: Any) -> int:
-            part = next(self.parts)
-            buffer[: len(part)] = part
-            return len(part)
+            self.pending = self.pending or next(self.parts)
+            count = min(len(buffer), len(self.pending))
+            buffer[:count], self.pending = self.pending[:count], self.pending[count:]
+            return count
 
     records = itertools.islice(json_values(json_records(io.BufferedReader(Endless()))), 3)
     assert [(1, {"n": 0}), (2, {"n": 1}), (3, {"n": 2})] == list(records)
@@ -147,3 +149,47 @@ def test_the_token_search_is_linear(monkeypatch):
     data = b'[{"a": 1},' + b" " * (10 << 20) + b'{"b": 2}]'
     assert [(1, {"a": 1}), (2, {"b": 2})] == values(io.BytesIO(data))
     assert sum(scanned) < 3 * len(data)
+
+
+ENDLESS_RECORDS = {
+    "langsmith": lambda n: {"id": f"e{n}", "inputs": {"question": "q"}, "outputs": {"answer": "a"}},
+    "mlflow": lambda n: {"info": {"trace_id": f"tr-{n}"}, "data": {"spans": []}},
+    "openinference": lambda n: {
+        "context": {"trace_id": f"0x{n + 1:032x}", "span_id": f"0x{n + 1:016x}"},
+        "parent_id": None,
+        "attributes": {
+            "openinference.span.kind": "LLM",
+            "llm.output_messages.0.message.content": "a",
+        },
+    },
+    "ragas": lambda n: {"user_input": f"q{n}", "response": "a"},
+    "map": lambda n: {"a": f"a{n}", "s": []},
+}
+
+
+@pytest.mark.parametrize("name", list(ENDLESS_RECORDS))
+def test_every_reader_streams_an_endless_array(name):
+    """Each reader gives its first rows from an endless JSON array: it is never loaded whole."""
+    make = ENDLESS_RECORDS[name]
+
+    class Endless(io.RawIOBase):
+        def __init__(self) -> None:
+            self.pending = b""
+            self.parts = itertools.chain(
+                [b"["], (json.dumps(make(n)).encode() + b",\n" for n in itertools.count())
+            )
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            self.pending = self.pending or next(self.parts)
+            count = min(len(buffer), len(self.pending))
+            buffer[:count], self.pending = self.pending[:count], self.pending[count:]
+            return count
+
+    mapping = {"answer": "/a", "sources": "/s"} if name == "map" else None
+    reader = reader_for(name)(io.BufferedReader(Endless()), ReadOptions(mapping=mapping))
+    records = list(itertools.islice(reader, 3))
+    assert 3 == len(records)
+    assert all(r.malformed is None for r in records), [r.malformed for r in records]
