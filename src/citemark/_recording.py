@@ -46,6 +46,7 @@ counted failure, and the next row tries again. A second ``fstat`` after the writ
 catches a file deleted while the line was written: that line is a counted failure
 too. A file with another link left (a hard link elsewhere) is not deleted: its lines
 stay reachable there. Renaming the file away is not deleting it: the lines follow it.
+A file system that reports no link for a file just opened by its path is not watched.
 
 **Opening never waits.** The path is opened with ``O_NONBLOCK``, then the descriptor
 is made blocking again: a FIFO no process reads (or a socket) refuses the open at
@@ -159,10 +160,10 @@ class RowRecorder:
         self._lock = threading.Lock()
         self._writer: TextWriter | None = None
         self._fd: int | None = None
-        # The path to open again when the file is deleted, and whether it is a regular
-        # file (only a regular file's lines are lost with it; a FIFO's reader keeps them).
+        # The path to open again when the file is deleted, and whether its link count is
+        # watched: a regular file's only (a FIFO's reader keeps the lines written to it).
         self._path = ""
-        self._regular = False
+        self._watch_links = False
         # Whether the target may end inside a line: the next line then starts with "\n".
         self._cut = False
         self._closed = False
@@ -171,11 +172,11 @@ class RowRecorder:
         self._last_failure: str | None = None
         if isinstance(target, str | os.PathLike):
             self._path = _absolute(os.fspath(target))
-            fd, self._regular = _open_for_append(self._path)
+            fd, self._watch_links = _open_for_append(self._path)
             self._fd = fd
             # A recorder dropped without close() still releases its descriptor.
             self._release = weakref.finalize(self, os.close, fd)
-            self._cut = self._regular and _ends_inside_a_line(fd, self._path)
+            self._cut = _ends_inside_a_line(fd, self._path)
         else:
             self._writer = target
 
@@ -322,29 +323,29 @@ class RowRecorder:
         first, and a line written while it was being deleted is a failure, since no
         reader can reach it. One ``fstat`` before and one after the write.
         """
-        if self._regular and os.fstat(fd).st_nlink == 0:
+        if self._watch_links and os.fstat(fd).st_nlink == 0:
             reopened = self._reopen()
             if isinstance(reopened, str):
                 return reopened
             fd = reopened
         self._write_fd(fd, b"\n" + line if self._cut else line)
-        if self._regular and os.fstat(fd).st_nlink == 0:
+        if self._watch_links and os.fstat(fd).st_nlink == 0:
             return _DELETED_DURING
         return None
 
     def _reopen(self) -> int | str:
         """Open the deleted file's path again, holding the lock: its descriptor, or why not."""
         try:
-            fd, regular = _open_for_append(self._path)
+            fd, watch_links = _open_for_append(self._path)
         except OSError as exc:
             return f"{_PREFIX}its file was deleted and cannot be opened again ({_code(exc)})"
         try:
-            cut = regular and _ends_inside_a_line(fd, self._path)
+            cut = _ends_inside_a_line(fd, self._path)
         except OSError as exc:
             os.close(fd)
             return f"{_PREFIX}its file was deleted and cannot be opened again ({_code(exc)})"
         self._release()  # the deleted file's descriptor
-        self._fd, self._regular, self._cut = fd, regular, cut
+        self._fd, self._watch_links, self._cut = fd, watch_links, cut
         self._release = weakref.finalize(self, os.close, fd)
         return fd
 
@@ -444,11 +445,14 @@ def _absolute(path: str) -> str:
 
 
 def _open_for_append(path: str) -> tuple[int, bool]:
-    """Open ``path`` to append to without ever waiting; (descriptor, regular file?).
+    """Open ``path`` to append to without ever waiting; (descriptor, watch its links?).
 
     ``O_NONBLOCK`` makes the open of a FIFO no process reads fail at once with
     ``ENXIO`` (a blocking open waits for a reader forever); the descriptor is made
-    blocking again for the writes.
+    blocking again for the writes. The link count is worth watching for a regular
+    file that shows one now, just opened by its path: a file system that reports no
+    links for a file it holds (some network and FUSE ones) would otherwise make
+    every row look deleted.
 
     Raises:
         OSError: the open failed; ``ENXIO`` with a one-line message for a FIFO no
@@ -462,11 +466,11 @@ def _open_for_append(path: str) -> tuple[int, bool]:
         raise
     try:
         os.set_blocking(fd, True)
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        info = os.fstat(fd)
     except OSError:
         os.close(fd)
         raise
-    return fd, regular
+    return fd, stat.S_ISREG(info.st_mode) and info.st_nlink > 0
 
 
 def _ends_inside_a_line(fd: int, path: str) -> bool:
