@@ -22,6 +22,20 @@ into the numbered source list the pipeline rendered, so they are checked exactly
   field under the visible-text rule, each finding naming its field by JSON pointer
   (RFC 6901).
 
+The quotes are searched together, through one index per answer: the sources are
+normalized once and joined with a separator no normalized text holds; each distinct
+quote is searched once in the joined text, where its first occurrence names its
+first holder, and only a quote first held before the source it cites is searched
+again, in that source alone, each source once for all such quotes. Up to
+`_DIRECT_SEARCHES` quotes (or while quotes times characters stay within
+`_DIRECT_BUDGET`) are searched one `str.find` each, more by one Aho-Corasick pass
+per `_BATCH_CHARS` quote characters. With S the characters of the normalized
+sources and Q those of the normalized quotes, the time is O((S + Q) * ceil(Q /
+_BATCH_CHARS)), so O(S + Q) for an answer under 128 Ki quote characters, where
+searching every quote in every source cost O(quotes * S); beside the joined copy of
+the sources, the memory is one trie node per quote character of a batch (about
+32 MiB at most).
+
 `check_structured` records every finding and raises only for an object whose
 citations cannot be read at all (`citemark.StructuredAnswerError`);
 `resolve_structured` raises on the first violation. Messages carry positions and
@@ -30,6 +44,8 @@ numbers, never the answer's text.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -72,6 +88,14 @@ _MISSING: Final = object()
 _MAX_INDEX_DIGITS: Final = 18
 _MAX_DEPTH: Final = 64
 """How deep the walk over an object's string fields goes; deeper values are refused."""
+_SEPARATOR: Final = "\x00"
+"""Joins the normalized sources: a control character, so no normalized text holds it."""
+_DIRECT_SEARCHES: Final = 32
+"""Up to this many quotes are searched one `str.find` each, whatever the text's size."""
+_DIRECT_BUDGET: Final = 1 << 22
+"""More quotes are searched one by one while quotes times text characters stay within this."""
+_BATCH_CHARS: Final = 1 << 17
+"""Quote characters per automaton: bounds its memory (a trie node per character)."""
 
 
 class _Frozen(BaseModel):
@@ -230,10 +254,7 @@ def check_structured(  # noqa: PLR0913 - the shape's two pointers beside the con
         msg = f"the citations field {citations_pointer} must be a list"
         raise StructuredAnswerError(msg)
     checker = _Checker(sources, base)
-    checked = tuple(
-        checker.entry(f"{citations_pointer}/{i}", position, entry)
-        for position, (i, entry) in enumerate(enumerate(entries), start=1)
-    )
+    checked = checker.entries(citations_pointer, entries)
     markers: list[FieldMarker] = []
     tokens: list[FieldToken] = []
     skip = {citations_pointer} | (set() if include_text or text_pointer is None else {text_pointer})
@@ -347,48 +368,201 @@ class _Checker:
         self.sources = sources
         self.base = base
         self.cited: dict[int, Citation] = {}
-        self._normalized: list[str] | None = None
 
     def cite(self, number: int) -> None:
         if number not in self.cited:
             self.cited[number] = citation_for(self.sources[number - self.base], number)
 
-    def entry(self, pointer: str, position: int, entry: object) -> StructuredCitation:
-        source_id, quote = _entry(entry, position)
+    def entries(self, pointer: str, entries: list[JsonValue]) -> tuple[StructuredCitation, ...]:
+        """Every entry checked, in list order; the quotes are searched together."""
+        parsed = [_entry(entry, position) for position, entry in enumerate(entries, start=1)]
+        needles = [None if quote is None else normalize_quote(quote) for _, quote in parsed]
+        quoted = [
+            (source_id, needle)
+            for (source_id, _), needle in zip(parsed, needles, strict=True)
+            if needle
+        ]
+        found = _QuoteIndex(self.sources, self.base).locate(quoted) if quoted else {}
+        return tuple(
+            self._checked(f"{pointer}/{i}", source_id, needle, found)
+            for i, ((source_id, _), needle) in enumerate(zip(parsed, needles, strict=True))
+        )
+
+    def _checked(
+        self,
+        pointer: str,
+        source_id: int,
+        needle: str | None,
+        found: Mapping[tuple[int, str], tuple[bool, int | None]],
+    ) -> StructuredCitation:
         in_range = self.base <= source_id < len(self.sources) + self.base
-        if quote is None:
+        if needle is None:
             if in_range:
                 self.cite(source_id)
             outcome: Outcome = "resolved" if in_range else "out_of_range"
             return StructuredCitation(
                 pointer=pointer, source_id=source_id, kind="id", outcome=outcome
             )
-        needle = normalize_quote(quote)
-        holders = [n for n, text in self._texts() if needle and needle in text]
+        held, first = found.get((source_id, needle), (False, None))
         if not in_range:
             outcome = "out_of_range"
         elif not needle:
             outcome = "blank_quote"
-        elif source_id in holders:
+        elif held:
             self.cite(source_id)
             outcome = "verified"
         else:
             outcome = "quote_not_in_source"
-        other = (
-            next((n for n in holders if n != source_id), None) if outcome != "verified" else None
-        )
         return StructuredCitation(
             pointer=pointer,
             source_id=source_id,
             kind="quote",
             outcome=outcome,
-            in_other_source=other,
+            in_other_source=None if outcome == "verified" else first,
         )
 
-    def _texts(self) -> Iterator[tuple[int, str]]:
-        if self._normalized is None:
-            self._normalized = [normalize_quote(s.text) for s in self.sources]
-        return enumerate(self._normalized, start=self.base)
+
+class _QuoteIndex:
+    """The normalized sources of one answer, searched for all its quotes at once.
+
+    Each source is normalized once and joined with a separator that no normalized
+    text holds (control characters are removed), so one search of the joined text
+    finds a quote's first holder: the source where its first occurrence starts. A
+    quote held by an earlier source than the one it cites is then looked for in the
+    cited source, each source searched once for all the quotes that cite it.
+    """
+
+    def __init__(self, sources: Sequence[Source], base: int) -> None:
+        self.base = base
+        texts = [normalize_quote(s.text) for s in sources]
+        self.starts: list[int] = []
+        offset = 0
+        for text in texts:
+            self.starts.append(offset)
+            offset += len(text) + len(_SEPARATOR)
+        self.joined = _SEPARATOR.join(texts)
+
+    def locate(
+        self, quoted: Sequence[tuple[int, str]]
+    ) -> dict[tuple[int, str], tuple[bool, int | None]]:
+        """Whether each (source id, non-blank needle) is held there, and its first holder.
+
+        The first holder is the id of the first source that holds the needle, or None.
+        """
+        distinct = list(dict.fromkeys(needle for _, needle in quoted))
+        first = {
+            needle: self._source_at(start)
+            for needle, start in zip(distinct, _first_starts(distinct, self.joined), strict=True)
+        }
+        # Only a quote first held before its cited source needs that source searched.
+        pending: dict[int, dict[str, None]] = {}
+        for source_id, needle in quoted:
+            holder = first[needle]
+            if holder is not None and holder < source_id < len(self.starts) + self.base:
+                pending.setdefault(source_id, {})[needle] = None
+        later: set[tuple[int, str]] = set()
+        for source_id, wanted in pending.items():
+            start = self.starts[source_id - self.base]
+            end = start + self._length(source_id - self.base)
+            needles = list(wanted)
+            hits = _first_starts(needles, self.joined[start:end])
+            later.update((source_id, n) for n, hit in zip(needles, hits, strict=True) if hit >= 0)
+        return {
+            (source_id, needle): (
+                first[needle] == source_id or (source_id, needle) in later,
+                first[needle],
+            )
+            for source_id, needle in quoted
+        }
+
+    def _length(self, index: int) -> int:
+        if index + 1 < len(self.starts):
+            return self.starts[index + 1] - self.starts[index] - len(_SEPARATOR)
+        return len(self.joined) - self.starts[index]
+
+    def _source_at(self, offset: int) -> int | None:
+        if offset < 0:
+            return None
+        return bisect_right(self.starts, offset) - 1 + self.base
+
+
+def _first_starts(needles: Sequence[str], text: str) -> list[int]:
+    """The offset in ``text`` where each distinct, non-empty needle first starts, or -1.
+
+    A few needles (or a short text) are searched one by one with `str.find`; more
+    go through one Aho-Corasick automaton per batch of `_BATCH_CHARS` needle
+    characters, each batch one pass over ``text``: O(len(text) * ceil(needle chars /
+    _BATCH_CHARS) + needle chars) whatever the text holds, where needle-by-needle
+    searching costs len(text) per needle.
+    """
+    if len(needles) <= _DIRECT_SEARCHES or len(needles) * len(text) <= _DIRECT_BUDGET:
+        return [text.find(needle) for needle in needles]
+    found = [-1] * len(needles)
+    batch: list[int] = []
+    size = 0
+    for i, needle in enumerate(needles):
+        if len(needle) > len(text):
+            continue  # too long to occur
+        batch.append(i)
+        size += len(needle)
+        if size >= _BATCH_CHARS:
+            _scan(needles, batch, text, found)
+            batch, size = [], 0
+    if batch:
+        _scan(needles, batch, text, found)
+    return found
+
+
+def _scan(needles: Sequence[str], batch: Sequence[int], text: str, found: list[int]) -> None:
+    """Set ``found[i]`` to the first start of ``needles[i]`` in ``text``, i in ``batch``.
+
+    One Aho-Corasick pass: a trie of the needles with failure links, each text
+    character one transition (amortized), each needle reported once, at its first
+    end; the pass stops once every needle is found.
+    """
+    children: list[dict[str, int]] = [{}]
+    ends: list[int] = [-1]  # the needle ending at each node, or -1
+    for i in batch:
+        node = 0
+        for char in needles[i]:
+            step = children[node].get(char)
+            if step is None:
+                step = len(children)
+                children[node][char] = step
+                children.append({})
+                ends.append(-1)
+            node = step
+        ends[node] = i
+    fail = [0] * len(children)
+    report = [0] * len(children)  # the longest needle ending here (this node or a suffix)
+    queue = deque(children[0].values())
+    while queue:
+        node = queue.popleft()
+        report[node] = node if ends[node] >= 0 else report[fail[node]]
+        for char, child in children[node].items():
+            back = fail[node]
+            while back and char not in children[back]:
+                back = fail[back]
+            fail[child] = children[back].get(char, 0)
+            queue.append(child)
+    remaining = len(batch)
+    state = 0
+    for position, char in enumerate(text):
+        step = children[state].get(char)
+        while step is None and state:
+            state = fail[state]
+            step = children[state].get(char)
+        state = step or 0
+        node = report[state]
+        if node:
+            # A needle found earlier was reported with every needle it ends with.
+            while node and found[ends[node]] < 0:
+                needle = ends[node]
+                found[needle] = position + 1 - len(needles[needle])
+                remaining -= 1
+                node = report[fail[node]]
+            if not remaining:
+                return
 
 
 def _entry(entry: object, position: int) -> tuple[int, str | None]:
