@@ -122,7 +122,8 @@ class RowChange(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     id: str | None
-    """The row's id, or None when it is matched by question or line."""
+    """The row's id (the new run's, else the old run's), or None when it has none; a
+    per-run id is shown, never matched by."""
     old: RowState | None
     """The old run's result; None for an added row."""
     new: RowState | None
