@@ -193,6 +193,12 @@ class TestForcedRules:
         )
         auto = compare_runs(old, new)
         assert ({"id": 2}, 2) == (auto.matched_by, auto.inputs_changed["question"])
+        hint = (
+            "; 2 rows matched by id ask another question: if these runs' ids do not name the "
+            "same questions, --match question pairs rows by question"
+        )
+        assert render_text(auto).splitlines()[3].endswith(hint)
+        assert hint not in render_text(compare_runs(old, new, match="question"))
         forced = compare_runs(old, new, match="question")
         assert ({"question": 2}, 0) == (forced.matched_by, forced.inputs_changed["question"])
 

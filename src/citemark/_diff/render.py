@@ -135,7 +135,24 @@ def _match_note(diff: RunDiff) -> str:
         )
     return (
         f"matched by: {counts}; left unmatched: old {diff.removed}, new {diff.added} "
-        f"(rule: {_rule(diff)}{per_run})"
+        f"(rule: {_rule(diff)}{per_run}){_renumbered(diff)}"
+    )
+
+
+def _renumbered(diff: RunDiff) -> str:
+    """A hint when rows matched by id ask other questions: the ids may not name questions.
+
+    Under ``auto`` only an id match can pair two different questions (a question
+    match pairs equal digests, a line match rows without one), so the count of
+    changed questions is the count among rows matched by id.
+    """
+    moved = diff.inputs_changed.get("question", 0)
+    if diff.match != "auto" or not diff.ids_compared or not moved:
+        return ""
+    rows = "row" if moved == 1 else "rows"
+    return (
+        f"; {moved} {rows} matched by id ask another question: if these runs' ids do not "
+        "name the same questions, --match question pairs rows by question"
     )
 
 
