@@ -20,8 +20,9 @@ from fake_openai import run_cli
 
 from citemark import CitationScorer
 from citemark._check import run_check
+from citemark._formats import Recorded
 from citemark._reports import MalformedLine
-from citemark._runs import CheckRow, parse_row
+from citemark._runs import CheckRow, parse_recorded, parse_row
 from citemark.diff import RunDiffError, compare_runs, render_text
 
 SOURCES = [
@@ -299,6 +300,15 @@ class TestIdScopeIsRead:
         assert self.row(id=None, id_scope="run").id_scope is None  # type: ignore[union-attr]
         unassessed = self.row(id_scope="run", unassessed="chain_error")
         assert ("run", "chain_error") == (unassessed.id_scope, unassessed.unassessed)  # type: ignore[union-attr]
+
+    def test_a_reader_row_keeps_its_mark(self):
+        """A ``--from`` reader's row (checked, or un-assessed) keeps its ``id_scope``."""
+        row = {"id": "trace-1", "id_scope": "run", "answer": "Fees [1].", "sources": SOURCES}
+        checked_row = parse_recorded(Recorded(line=1, row=row))
+        unassessed = parse_recorded(Recorded(line=2, row=row, unassessed="contexts_joined"))
+        assert ["run", "run"] == [checked_row.id_scope, unassessed.id_scope]  # type: ignore[union-attr]
+        bad = parse_recorded(Recorded(line=3, row={**row, "id_scope": "trace"}))
+        assert 'id_scope must be "run" or "row"' == bad.reason  # type: ignore[union-attr]
 
     def test_anything_else_is_a_malformed_line_saying_why(self):
         for value in ("trace", 1, ["run"]):
