@@ -1,5 +1,8 @@
 """The Ray engine's driver side without Ray: shard tallies merge to one pass's, parts folders.
 
+A killed Ray run's parts folder is removed by the next run in its folder, local or
+Ray, only when no live run holds its lock, and ``check_output_set`` names it.
+
 The driver merges each shard's ``_Tally`` in input order; the merged summary must be
 the one a single pass over the same rows keeps, groups past the first hundred in
 ``(other)`` and the first hundred malformed lines included.
@@ -16,10 +19,19 @@ import json
 import pytest
 
 from citemark import CitationScorer
+from citemark._check import run_check
 from citemark._check.groups import MAX_GROUPS, OTHER_GROUP
+from citemark._check.outputs import ArtifactProblem, check_output_set
 from citemark._check.run import MAX_MALFORMED_LISTED, _Tally
 from citemark._runs import CheckRow, RowOptions, parse_row
-from citemark._scale.parts import PARTS_PREFIX, Assembler, PartMismatchError, parts_folder
+from citemark._scale.parts import (
+    PARTS_PREFIX,
+    Assembler,
+    PartMismatchError,
+    leftover_parts,
+    parts_folder,
+    remove_dead_parts,
+)
 from citemark._scale.shards import PartFacts, score_rows, shard_tally
 
 CONTEXT = "[doc-1] The late fee is 5%.\n[doc-2] Members pay no late fee.\n"
@@ -119,3 +131,62 @@ def test_the_assembler_joins_parts_in_order_and_refuses_a_changed_one(tmp_path):
     with pytest.raises(PartMismatchError, match="part 0 of out"):
         other.append(0, {"out": PartFacts(str(changed), 2, "0" * 64)})
     other.finish()
+
+
+def dead_parts_folder(out, run_id="k1ll3d"):
+    """What a Ray run killed mid-run leaves: its parts folder, lock free, parts inside."""
+    folder = out / f"{PARTS_PREFIX}{run_id}"
+    folder.mkdir(parents=True)
+    (folder / ".lock").write_bytes(b"")
+    (folder / "0000003.rows.jsonl").write_bytes(b'{"line": 9}\n')
+    return folder
+
+
+def test_a_local_run_removes_a_dead_ray_runs_parts_folder_and_keeps_a_live_one(tmp_path):
+    """A later local check removes the folder no live run holds; a live run's stays."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"answer": "Fee [doc-1].", "context": CONTEXT}) + "\n")
+    out = tmp_path / "out"
+    dead = dead_parts_folder(out)
+    live = out / f"{PARTS_PREFIX}live"
+    live.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_bytes(b"not ours")
+    (out / f"{PARTS_PREFIX}link").symlink_to(elsewhere)
+    with (live / ".lock").open("wb") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        run_check(runs, out, CitationScorer())
+        assert not dead.exists()
+        assert live.is_dir()
+        found = check_output_set(out)
+        assert found.whole, found.problems  # a running run's folder is not a leftover
+    assert (elsewhere / "keep.txt").exists()  # a link of that naming is not followed
+    assert [ArtifactProblem(name=live.name, reason="leftover_parts")] == list(
+        check_output_set(out).problems
+    )
+
+
+def test_check_output_set_reports_a_dead_ray_runs_parts_folder(tmp_path):
+    """A whole set beside a killed Ray run's parts folder is not whole: the folder is named."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"answer": "Fee [doc-1].", "context": CONTEXT}) + "\n")
+    out = tmp_path / "out"
+    run_check(runs, out, CitationScorer())
+    assert check_output_set(out).whole
+    dead = dead_parts_folder(out)
+    found = check_output_set(out)
+    assert not found.whole
+    assert [ArtifactProblem(name=dead.name, reason="leftover_parts")] == list(found.problems)
+    assert dead.exists()  # reported, not removed: check_output_set only reads
+    (dead / ".lock").unlink()  # a removal cut short: no lock left, still a dead run's
+    assert ["leftover_parts"] == [p.reason for p in check_output_set(out).problems]
+
+
+def test_a_parts_folder_is_locked_before_it_has_its_name(tmp_path):
+    """No scan ever sees a live run's folder unlocked; its end removes it, renamed away first."""
+    with parts_folder(tmp_path, "mine") as folder:
+        assert [] == leftover_parts(tmp_path)
+        assert 0 == remove_dead_parts(tmp_path)
+        assert folder.is_dir()
+    assert [] == sorted(p.name for p in tmp_path.iterdir())

@@ -25,6 +25,7 @@ drawn once, here and in ``docs/errors.md``::
     ├── ReplayError               a recorded run cannot be replayed
     ├── RunDiffError              two check runs cannot be compared
     ├── PartMismatchError         a Ray worker's part file is not what it wrote
+    ├── RayRunError               a Ray run lost a worker or its node
     ├── ProviderResponseError     a provider response is not of its documented shape
     ├── OffsetUnitError           an offset fell inside a character or out of range
     └── MissingExtraError         a feature needs an extra that is not installed
@@ -74,6 +75,7 @@ __all__ = [
     "ProviderResponseError",
     "QueryRewriteError",
     "QuoteNotInSourceError",
+    "RayRunError",
     "ReplayError",
     "RunDiffError",
     "StrictJSONError",
@@ -652,6 +654,29 @@ class PartMismatchError(CitemarkError):
     Its size or SHA-256 differs from the worker's summary (two runs sharing one
     output folder, a full disk). The message names the shard and the output file.
     """
+
+
+class RayRunError(CitemarkError):
+    """Raised when a Ray run cannot finish: a worker or the node it depends on was lost.
+
+    A ``ShardChecker`` worker that died (killed, out of memory), a task that failed
+    outside any row's guard, or a Ray node that stopped answering (its GCS or raylet
+    gone) for longer than the run's ``node_timeout``. The run publishes nothing and
+    leaves the output folder as it was. The message carries structural facts only
+    (the reason, a shard number, an exception's class name, a count of seconds).
+
+    Attributes:
+        reason: ``worker_lost``, ``worker_failed`` or ``node_lost``.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        """Create the error with its message and reason code."""
+        super().__init__(message)
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[RayRunError], tuple[str, str]]:
+        """Pickle with the reason, which the constructor needs."""
+        return (type(self), (str(self), self.reason))
 
 
 class MissingExtraError(CitemarkError, ImportError):

@@ -9,7 +9,8 @@ of its bytes; each of those files must be there, hash to that SHA-256 and name t
 same run id (every ``rows.jsonl`` and ``judge-calls.jsonl`` line, the page's
 ``<meta name="citemark-run-id">``, the JUnit ``<property name="run_id">``). A file
 of a check's own naming that ``report.json`` does not name is a leftover from
-another run.
+another run, and so is the parts folder of a killed Ray run (one whose lock no live
+run holds; a running Ray run's folder is not a problem of the set beside it).
 
 The result is typed and structural: file names (as citemark writes them) and
 reason codes, never a file's content.
@@ -29,6 +30,7 @@ from citemark._check.html import HTML_NAME
 from citemark._check.junit import JUNIT_NAME
 from citemark._check.run import REPORT_NAME, ROWS_NAME
 from citemark._replay.calls import JUDGE_CALLS_NAME
+from citemark._scale.parts import leftover_parts
 
 if TYPE_CHECKING:
     import os
@@ -40,7 +42,13 @@ ReportState = Literal["ok", "missing", "unreadable", "no_run_id"]
 check report naming its files); ``no_run_id`` (a report from before run ids)."""
 
 ArtifactReason = Literal[
-    "missing", "sha256_mismatch", "run_id_mismatch", "no_run_id", "not_named", "bad_name"
+    "missing",
+    "sha256_mismatch",
+    "run_id_mismatch",
+    "no_run_id",
+    "not_named",
+    "bad_name",
+    "leftover_parts",
 ]
 """Why one file does not belong to the set ``report.json`` names."""
 
@@ -68,7 +76,9 @@ class ArtifactProblem(BaseModel):
     named. ``run_id_mismatch``: it names another run (in any line, for JSONL).
     ``no_run_id``: it names no run. ``not_named``: a file of a check's own naming that
     ``report.json`` does not name (left by another run). ``bad_name``: the name is
-    not a plain file name in the folder, so it was not opened."""
+    not a plain file name in the folder, so it was not opened. ``leftover_parts``: a
+    Ray run's hidden parts folder (``.citemark-parts.<run id>``) that no live run
+    holds, left by a killed run (the next check in the folder removes it)."""
 
 
 class OutputSetCheck(BaseModel):
@@ -114,7 +124,8 @@ def check_output_set(folder: str | os.PathLike[str]) -> OutputSetCheck:
     ``report.json`` must be a check report with a run id; each file it names must
     be present, hash to the SHA-256 it records and name the same run id; no other
     file of a check's naming (``rows.jsonl``, ``report.html``, ``report.junit.xml``,
-    ``judge-calls.jsonl``) may be there. Every file is read in constant memory.
+    ``judge-calls.jsonl``) may be there, nor a killed Ray run's parts folder. Every
+    file is read in constant memory.
 
     Args:
         folder: The ``--out`` folder of a check.
@@ -250,9 +261,13 @@ def _line_run_id(line: bytes) -> str | None:
 
 
 def _strays(root: Path, named: tuple[str, ...]) -> tuple[ArtifactProblem, ...]:
-    """Files of a check's own naming that ``report.json`` does not name."""
-    return tuple(
+    """Files of a check's own naming that ``report.json`` does not name; dead parts folders."""
+    files = tuple(
         ArtifactProblem(name=name, reason="not_named")
         for name in _OWN_NAMES
         if name not in named and (root / name).exists()
     )
+    parts = tuple(
+        ArtifactProblem(name=name, reason="leftover_parts") for name in leftover_parts(root)
+    )
+    return files + parts

@@ -74,6 +74,7 @@ from citemark._reports import (
     ViolatingRow,
 )
 from citemark._runs import CheckRow, RowOptions, describe_unreadable, parse_recorded, parse_row
+from citemark._scale.parts import remove_dead_parts
 from citemark._scorer.findings import NO_FINDINGS
 from citemark._scorer.result import unassessed, with_findings
 from citemark._scorer.scorer import CitationScorer, ScoreRow, coverage_report
@@ -278,13 +279,15 @@ def start_outputs(  # noqa: PLR0913, PLR0917 - what every sink is built from
 
     What an earlier, killed run left half-written is removed before this run opens
     its own temporary files (each AtomicFile also does so for its own name; this
-    covers the formats this run does not write). Then `publishing_together` is
+    covers the formats this run does not write), and so is the parts folder of a
+    killed Ray run (one whose lock no live run holds). Then `publishing_together` is
     entered on ``stack``, first so that it is left last: every file of the run is
     published when its sinks are closed and ``report.json`` is sealed, or none is.
     Both engines start a run here and end it with `finish_outputs`.
     """
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out, _OUTPUT_NAMES)
+    remove_dead_parts(out)  # a killed Ray run's parts folder, whichever engine runs now
     stack.enter_context(publishing_together())
     return SinkOptions(
         out, html_rows, scorer.label_pattern, scorer.citation_pattern, group_by, run_id=run_id

@@ -537,6 +537,7 @@ def _ray_check(
     try:
         import ray  # noqa: PLC0415 - the optional extra, only for --engine ray
 
+        from citemark._errors import RayRunError  # noqa: PLC0415
         from citemark._scale.engine import ScorerSpec, run_ray_check, start_ray  # noqa: PLC0415
     except ImportError:
         msg = "--engine ray needs Ray Data: pip install 'citemark[ray]'"
@@ -569,8 +570,11 @@ def _ray_check(
             formats=list(dict.fromkeys(args.formats)),
             group_by=args.group_by,
         )
-    except NoRowsError as exc:
+    except (NoRowsError, RayRunError) as exc:  # a lost worker or node: one line, as below
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # the local engine's line, for a worker's full disk too
+        msg = f"cannot read the input or write to --out: {exc.strerror or type(exc).__name__}"
+        raise UsageError(msg) from None
     finally:
         ray.shutdown()
 

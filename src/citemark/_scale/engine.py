@@ -36,6 +36,7 @@ import json
 import mmap
 import os
 import pickle
+import sys
 import uuid
 import warnings
 from pathlib import Path
@@ -70,6 +71,7 @@ from citemark._scale.shards import (
     ShardSummary,
     score_rows,
 )
+from citemark._scale.watch import DEFAULT_NODE_TIMEOUT, NodeWatch, lost_shard, ray_failures
 from citemark._scorer.scorer import CitationScorer
 
 if TYPE_CHECKING:
@@ -460,8 +462,9 @@ def start_ray(address: str | None = None, *, verbose: bool = False) -> None:
     """``ray.init`` for a check: Ray's own logs and workers' output silent unless ``verbose``.
 
     Without ``verbose``, Ray logs only errors (``logging_level``), and what the
-    workers print or log is not forwarded to this process (``log_to_driver``); the
-    check's own output is all a terminal shows. The dashboard is not started.
+    workers print or log is not forwarded to this process (``log_to_driver``), nor
+    are Ray's notices of a dead worker; the check's own output is all a terminal
+    shows. The dashboard is not started.
     """
     import logging  # noqa: PLC0415
 
@@ -473,6 +476,13 @@ def start_ray(address: str | None = None, *, verbose: bool = False) -> None:
         log_to_driver=verbose,
         logging_level=logging.INFO if verbose else logging.ERROR,
     )
+    if not verbose:
+        # Ray prints a dead worker's notice on standard output even so ("(raylet) A
+        # worker died..."), which would break --json's one object: the run's own
+        # one-line error says what happened. A module flag of Ray's, where it has one.
+        worker_module: Any = sys.modules.get("ray._private.worker")
+        if hasattr(worker_module, "_worker_logs_enabled"):
+            worker_module._worker_logs_enabled = False  # noqa: SLF001
 
 
 def _plan(path: str, shard_bytes: int) -> tuple[list[Shard], str]:
@@ -493,6 +503,7 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     shard_bytes: int = _SHARD_BYTES,
     group_by: str | None = None,
     on_shard: Callable[[ShardFacts], None] | None = None,
+    node_timeout: float = DEFAULT_NODE_TIMEOUT,
 ) -> CheckResult:
     """Run ``citemark check`` over a JSONL or Parquet file on Ray; write the same outputs.
 
@@ -502,12 +513,22 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     breaks every count down by a row field, as ``check --group-by`` does locally;
     ``on_shard`` is called with each shard's `ShardFacts`, in input order.
 
+    A run that cannot finish publishes nothing: the output folder keeps its previous
+    files, and no temporary file or parts folder is left. The driver never waits on a
+    dead node: while it waits, it checks that the node's GCS and raylet still accept a
+    connection, and ends the run once they have not for ``node_timeout`` seconds.
+
     Returns:
         The report and the paths of the files, as `citemark._check.run_check` returns.
 
     Raises:
         NoRowsError: no line of the input is a readable row.
         ValueError: a format this engine cannot write was asked for.
+        RayRunError: a worker died, a task failed outside every row's guard, or the
+            node stopped answering for ``node_timeout`` seconds (``reason`` says which).
+        OSError: the input cannot be read or the output folder cannot be written, on
+            the driver or on a worker (a full disk), as the local engine raises it.
+        PartMismatchError: a part is not the bytes its worker reported.
     """
     import ray  # noqa: PLC0415
 
@@ -516,7 +537,12 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
         msg = f"--engine ray writes the junit format only, not {len(unknown)} other"
         raise ValueError(msg)
     source = os.fspath(path)
-    shards, input_sha256 = ray.get(ray.remote(num_cpus=1)(_plan).remote(source, shard_bytes))
+    watch = NodeWatch(node_timeout)
+    with ray_failures():
+        watch.ensure()  # a remote call on a dead node would block in Ray itself
+        planned = ray.remote(num_cpus=1)(_plan).remote(source, shard_bytes)
+        watch.wait([planned])
+        shards, input_sha256 = ray.get(planned)
     out = Path(out_dir)
     created_at = utc_now()
     run_id = uuid.uuid4().hex
@@ -534,7 +560,8 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
             targets[JUNIT_NAME] = os.fspath(parts_dir / "junit.body")
         plan = RunPlan(os.fspath(parts_dir), run_id, html_rows, junit=junit is not None)
         run = _ShardRun(shards, plan, html_rows, on_shard)
-        run.score(scorer_factory, targets, concurrency, workers, group_by)
+        with ray_failures():
+            run.score(scorer_factory, targets, concurrency, workers, group_by, watch=watch)
         run.tally.require_rows()
         records.assembled = run.assembled[ROWS_NAME]
         if calls is not None:
@@ -638,15 +665,21 @@ class _ShardRun:
         self.junit_counts: dict[str, int] = {}
         self.assembled: dict[str, tuple[int, str]] = {}
 
-    def score(
+    def score(  # noqa: PLR0913 - the run's options, passed on
         self,
         scorer_factory: Callable[[], CitationScorer],
         targets: dict[str, str],
         concurrency: int,
         workers: int,
         group_by: str | None,
+        *,
+        watch: NodeWatch,
     ) -> None:
-        """Score every shard on ``workers`` actors; join the parts as their turn comes."""
+        """Score every shard on ``workers`` actors; join the parts as their turn comes.
+
+        However it ends, the actors are stopped before the parts folder is removed,
+        and every result still in flight is collected (a failed one is not logged).
+        """
         import ray  # noqa: PLC0415
         from ray.util.scheduling_strategies import (  # noqa: PLC0415
             NodeAffinitySchedulingStrategy,
@@ -656,36 +689,68 @@ class _ShardRun:
         used, per_worker = split_concurrency(concurrency, workers)
         here = ray.get_runtime_context().get_node_id()
         on_driver = NodeAffinitySchedulingStrategy(here, soft=False)
-        assembler: Any = (
-            ray.remote(Assembler).options(num_cpus=0, scheduling_strategy=on_driver).remote(targets)
-        )
-        checker: Any = ray.remote(ShardChecker).options(num_cpus=1, scheduling_strategy="SPREAD")
-        actors: list[Any] = [
-            checker.remote(scorer_factory, self._plan, per_worker, group_by) for _ in range(used)
-        ]
+        actors: list[Any] = []
+        in_flight: dict[Any, Any] = {}
+        try:
+            assembler: Any = (
+                ray.remote(Assembler)
+                .options(num_cpus=0, scheduling_strategy=on_driver)
+                .remote(targets)
+            )
+            actors.append(assembler)
+            checker: Any = ray.remote(ShardChecker).options(
+                num_cpus=1, scheduling_strategy="SPREAD"
+            )
+            actors.extend(
+                checker.remote(scorer_factory, self._plan, per_worker, group_by)
+                for _ in range(used)
+            )
+            self._join(assembler, actors[1:], in_flight, watch)
+        finally:
+            _stop(actors, in_flight, watch)
+
+    def _join(
+        self,
+        assembler: Any,  # noqa: ANN401 - a Ray actor handle
+        actors: Sequence[Any],
+        in_flight: dict[Any, Any],
+        watch: NodeWatch,
+    ) -> None:
+        """Merge each shard's summary in input order and have its parts appended."""
+        import ray  # noqa: PLC0415
+
         appended = []
         waiting: dict[int, ShardSummary] = {}
         turn = 0
-        for summary in self._summaries(actors):
+        for summary in self._summaries(actors, in_flight, watch):
             self._take_page(summary)
             waiting[summary.position] = summary
             while turn in waiting:
                 ready = waiting.pop(turn)
                 self.tally.merge(ready.tally)
                 _add_counts(self.junit_counts, ready.junit_counts or {})
-                appended.append(assembler.append.remote(turn, ready.parts))
+                joined = assembler.append.remote(turn, ready.parts)
+                in_flight[joined] = turn
+                appended.append(joined)
                 if self._on_shard is not None:
                     self._on_shard(_facts(ready))
                 turn += 1
-        ray.get(appended)
-        self.assembled = ray.get(assembler.finish.remote())
-        for actor in actors:
-            ray.kill(actor)
-        ray.kill(assembler)
+        watch.wait(appended)
+        for joined in appended:
+            ray.get(joined)
+            del in_flight[joined]
+        finished = assembler.finish.remote()
+        in_flight[finished] = None
+        watch.wait([finished])
+        self.assembled = ray.get(finished)
+        del in_flight[finished]
 
-    def _summaries(self, actors: Sequence[Any]) -> Iterator[ShardSummary]:
+    def _summaries(
+        self, actors: Sequence[Any], in_flight: dict[Any, Any], watch: NodeWatch
+    ) -> Iterator[ShardSummary]:
         """Each shard's summary as it is done; two shards queued per worker at most."""
         import ray  # noqa: PLC0415
+        import ray.exceptions  # noqa: PLC0415
 
         pending: dict[Any, Any] = {}
         todo = iter(enumerate(self._shards))
@@ -694,16 +759,23 @@ class _ShardRun:
             step = next(todo, None)
             if step is not None:
                 index, shard = step
-                pending[actor.check.remote(shard._asdict(), index)] = actor
+                ref = actor.check.remote(shard._asdict(), index)
+                pending[ref] = actor
+                in_flight[ref] = index
 
         for actor in actors:
             submit(actor)
             submit(actor)
         while pending:
-            (done,), _ = ray.wait(list(pending), num_returns=1)
+            (done,) = watch.wait(list(pending), num_returns=1)[:1]
             actor = pending.pop(done)
+            index = in_flight.pop(done)
+            try:
+                summary = ray.get(done)
+            except ray.exceptions.RayActorError:
+                raise lost_shard(index) from None
             submit(actor)
-            yield ray.get(done)
+            yield summary
 
     def _take_page(self, summary: ShardSummary) -> None:
         """Keep the run's best rows for the page by (tier, line): the page's choice."""
@@ -714,6 +786,34 @@ class _ShardRun:
         """The rows the page shows, in input order (only these are unpickled)."""
         ordered = sorted(self.page, key=lambda candidate: candidate.line)
         return [pickle.loads(candidate.row) for candidate in ordered]  # noqa: S301 - our workers'
+
+
+_DRAIN_SECONDS: Final = 5.0
+"""How long a failed run waits for its killed actors' results before it goes on."""
+
+
+def _stop(actors: Sequence[Any], in_flight: Mapping[Any, Any], watch: NodeWatch) -> None:
+    """Kill the run's actors and collect what they still owed, if the node answers.
+
+    Each result is fetched and its error dropped, so that Ray does not log a failed
+    result no one asked for (its message could name a path). On a node that does not
+    answer nothing is asked of Ray, which could block.
+    """
+    import ray  # noqa: PLC0415
+
+    if not actors or not watch.answering():
+        return
+    for actor in actors:
+        with contextlib.suppress(Exception):
+            ray.kill(actor, no_restart=True)
+    refs = list(in_flight)
+    if not refs:
+        return
+    with contextlib.suppress(Exception):
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=_DRAIN_SECONDS)
+        for ref in ready:
+            with contextlib.suppress(Exception):
+                ray.get(ref)
 
 
 def _facts(summary: ShardSummary) -> ShardFacts:
