@@ -14,6 +14,7 @@ both search paths (one `str.find` per quote, and the automaton). Speed is measur
 
 from __future__ import annotations
 
+import json
 import math
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 
 import citemark._structured as structured
 from citemark import Source, check_structured
+from citemark._cli.main import main
 from citemark._structured import normalize_quote
 
 if TYPE_CHECKING:
@@ -196,3 +198,30 @@ class TestWorkIsBounded:
         monkeypatch.setattr(structured, "_scan", lambda *args: passes.append(1))
         assert [-1, -1] == structured._first_starts(["abcd", "abcde"], "abc")
         assert not passes
+
+    def test_citemark_check_reads_a_600_quote_row_through_the_index(
+        self, monkeypatch, tmp_path, capsys
+    ):
+        """The row as ``citemark check`` is given it: one JSONL line, an answer object."""
+        calls = self._count(monkeypatch)
+        texts = [f"source {i} " + "words in a row " * 200 for i in range(10)]
+        citations = [{"source_id": i % 10, "quote": f"source {i % 10} words"} for i in range(300)]
+        citations += [{"source_id": 9, "quote": f"source {i % 9} words"} for i in range(300)]
+        row = {
+            "id": "long",
+            "index_base": 0,
+            "answer": {"answer": "An answer.", "citations": citations},
+            "sources": [{"text": t, "doc_id": f"d{i}"} for i, t in enumerate(texts)],
+        }
+        path = tmp_path / "rows.jsonl"
+        path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+        assert 0 == main(["check", str(path), "--out", str(tmp_path / "out")])
+        capsys.readouterr()
+        (done,) = [
+            json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()
+        ]
+        assert ["quote_not_in_source"] == done["details"]["deterministic_failures"]
+        found = done["details"]["structured"]["citations"]
+        assert [i % 9 for i in range(300)] == [c["in_other_source"] for c in found[300:]]
+        assert 2 == len(calls)  # the joined sources, then source 9 alone
+        assert calls[1] == (9, len(normalize_quote(texts[9])))
