@@ -15,6 +15,7 @@ imports ray, this module does when a function here runs. Call ``ray.init`` first
 - `start_ray`: ``ray.init`` with Ray's own logs silent unless asked for.
 - `ShardFacts`: what ``run_ray_check`` learns of each shard (its node, parts, worker usage).
 - `split_concurrency`: how a global concurrency is split across workers.
+- `RayRunError`: what ``run_ray_check`` raises when a worker or the node is lost.
 
 See ``docs/scale.md``.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from citemark._errors import RayRunError
 from citemark._public import publish
 from citemark._scale.engine import (
     CheckBatch,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckBatch",
+    "RayRunError",
     "ScorerSpec",
     "ShardFacts",
     "check_dataset",
