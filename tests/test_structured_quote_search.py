@@ -107,6 +107,7 @@ def _forced(path: str, batch: int = 7) -> Iterator[None]:
             patch.setattr(structured, "_DIRECT_SEARCHES", 0)
             patch.setattr(structured, "_DIRECT_BUDGET", 0)
             patch.setattr(structured, "_BATCH_CHARS", batch)
+            patch.setattr(structured, "_LONG_QUOTE", 3)  # longer needles: one find each
         yield
 
 
@@ -225,3 +226,20 @@ class TestWorkIsBounded:
         assert [i % 9 for i in range(300)] == [c["in_other_source"] for c in found[300:]]
         assert 2 == len(calls)  # the joined sources, then source 9 alone
         assert calls[1] == (9, len(normalize_quote(texts[9])))
+
+    def test_a_quote_longer_than_a_quarter_batch_gets_no_trie_node(self, monkeypatch):
+        monkeypatch.setattr(structured, "_BATCH_CHARS", 40)
+        monkeypatch.setattr(structured, "_LONG_QUOTE", 10)
+        batches: list[list[str]] = []
+        scan = structured._scan
+        monkeypatch.setattr(
+            structured,
+            "_scan",
+            lambda n, b, t, f: (batches.append([n[i] for i in b]), scan(n, b, t, f)),
+        )
+        text = "ab" * 5000
+        needles = [*(f"{'ab' * i}x" for i in range(1, 40)), "ab" * 20, "ab" * 21 + "a"]
+        assert [text.find(n) for n in needles] == structured._first_starts(needles, text)
+        in_tries = [n for batch in batches for n in batch]
+        assert all(len(n) <= 10 for n in in_tries)
+        assert all(sum(map(len, batch)) < 40 + 10 for batch in batches)

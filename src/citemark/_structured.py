@@ -33,8 +33,9 @@ per `_BATCH_CHARS` quote characters. With S the characters of the normalized
 sources and Q those of the normalized quotes, the time is O((S + Q) * ceil(Q /
 _BATCH_CHARS)), so O(S + Q) for an answer under 128 Ki quote characters, where
 searching every quote in every source cost O(quotes * S); beside the joined copy of
-the sources, the memory is one trie node per quote character of a batch (about
-32 MiB at most).
+the sources, the memory is one trie node per quote character of a batch (a batch
+is under 1.25 times `_BATCH_CHARS`, 50 MiB at most; a longer quote than `_LONG_QUOTE`
+is searched alone, in no trie).
 
 `check_structured` records every finding and raises only for an object whose
 citations cannot be read at all (`citemark.StructuredAnswerError`);
@@ -96,6 +97,8 @@ _DIRECT_BUDGET: Final = 1 << 22
 """More quotes are searched one by one while quotes times text characters stay within this."""
 _BATCH_CHARS: Final = 1 << 17
 """Quote characters per automaton: bounds its memory (a trie node per character)."""
+_LONG_QUOTE: Final = _BATCH_CHARS // 4
+"""A longer quote is searched alone with `str.find`, never put in an automaton."""
 
 
 class _Frozen(BaseModel):
@@ -491,9 +494,11 @@ def _first_starts(needles: Sequence[str], text: str) -> list[int]:
 
     A few needles (or a short text) are searched one by one with `str.find`; more
     go through one Aho-Corasick automaton per batch of `_BATCH_CHARS` needle
-    characters, each batch one pass over ``text``: O(len(text) * ceil(needle chars /
-    _BATCH_CHARS) + needle chars) whatever the text holds, where needle-by-needle
-    searching costs len(text) per needle.
+    characters, each batch one pass over ``text``, except a needle longer than
+    `_LONG_QUOTE`, searched alone (at most 4 per batch's worth of characters, and no
+    trie node for it): O(len(text) * ceil(needle chars / _BATCH_CHARS) + needle
+    chars) whatever the text holds, where needle-by-needle searching costs len(text)
+    per needle.
     """
     if len(needles) <= _DIRECT_SEARCHES or len(needles) * len(text) <= _DIRECT_BUDGET:
         return [text.find(needle) for needle in needles]
@@ -503,6 +508,9 @@ def _first_starts(needles: Sequence[str], text: str) -> list[int]:
     for i, needle in enumerate(needles):
         if len(needle) > len(text):
             continue  # too long to occur
+        if len(needle) > _LONG_QUOTE:
+            found[i] = text.find(needle)
+            continue
         batch.append(i)
         size += len(needle)
         if size >= _BATCH_CHARS:
