@@ -269,6 +269,7 @@ try:
 except Exception as exc:
     found = {"type": type(exc).__name__, "reason": getattr(exc, "reason", None)}
     print(json.dumps({**found, "message": str(exc)}), flush=True)
+os._exit(0)  # the node is gone: nothing is left for ray.shutdown to stop
 """
 
 
