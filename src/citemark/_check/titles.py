@@ -1,12 +1,13 @@
-"""A row's human title: its id when people can read it, else its question, cut short.
+r"""A row's human title: its id when people can read it, else its question, cut short.
 
 Some formats give a row no id (DeepEval test cases without a ``name``, Ragas
 samples), and traces give it an opaque one (a LangSmith run id is a UUID, an
 OpenTelemetry trace id 32 hex digits, an MLflow trace id ``tr-`` and hex). Such a row
 is titled by its question, whitespace collapsed, every control character escaped
-(`citemark._check.terminal.printable`) and cut to `MAX_TITLE` characters; a row with
-neither a readable id nor a question is ``line N``. The terminal's list of failing
-rows, the page and JUnit's test names all use `row_title`.
+(`citemark._check.terminal.printable`), a lone surrogate written ``\ud800``, and cut
+to `MAX_TITLE` characters; a row with neither a readable id nor a question is
+``line N``. The terminal's list of failing rows, the page and JUnit's test names
+all use `row_title`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ _OPAQUE: Final = re.compile(
     r"[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}|[0-9a-fA-F]{16,})"
 )
 _SPACE: Final = re.compile(r"\s+")
+# A lone surrogate (JSON can carry one, UTF-8 cannot) is shown as its escape, ``\ud800``.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def is_opaque_id(row_id: str) -> bool:
@@ -74,4 +77,5 @@ def row_title(row_id: str | None, question: str, line: int, *, opaque: bool = Fa
 
 
 def _cut(text: str) -> str:
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text if len(text) <= MAX_TITLE else text[: MAX_TITLE - 1].rstrip() + "\u2026"
