@@ -183,8 +183,12 @@ def test_check_output_set_reports_a_dead_ray_runs_parts_folder(tmp_path):
     assert ["leftover_parts"] == [p.reason for p in check_output_set(out).problems]
 
 
-def test_a_parts_folder_is_locked_before_it_has_its_name(tmp_path):
-    """No scan ever sees a live run's folder unlocked; its end removes it, renamed away first."""
+def test_a_runs_own_parts_folder_is_never_taken_for_a_dead_ones(tmp_path):
+    """While the run lasts its folder is neither reported nor removed; at its end nothing is left.
+
+    Nothing is left under the names the folder passes through either (made, then
+    renamed into place once locked, then renamed away before it is removed).
+    """
     with parts_folder(tmp_path, "mine") as folder:
         assert [] == leftover_parts(tmp_path)
         assert 0 == remove_dead_parts(tmp_path)
