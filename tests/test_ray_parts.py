@@ -194,3 +194,17 @@ def test_a_runs_own_parts_folder_is_never_taken_for_a_dead_ones(tmp_path):
         assert 0 == remove_dead_parts(tmp_path)
         assert folder.is_dir()
     assert [] == sorted(p.name for p in tmp_path.iterdir())
+
+
+def test_a_folder_being_made_is_kept_until_its_lock_is_named(tmp_path):
+    """A folder whose lock is not yet named may be a starting run's: kept, not reported."""
+    starting = tmp_path / ".citemark-making-parts.starting"
+    starting.mkdir()
+    (starting / ".lock.new").write_bytes(b"")
+    killed = tmp_path / ".citemark-making-parts.killed"
+    killed.mkdir()
+    (killed / ".lock").write_bytes(b"")  # named, so locked once; free now: its run died
+    assert [killed.name] == leftover_parts(tmp_path)
+    assert 1 == remove_dead_parts(tmp_path)
+    assert starting.is_dir()
+    assert not killed.exists()

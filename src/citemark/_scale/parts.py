@@ -48,6 +48,8 @@ _MAKING_PREFIX: Final = ".citemark-making-parts."
 """A parts folder's name until its lock is held (no scan for ``PARTS_PREFIX`` matches it)."""
 _GONE_SUFFIX: Final = ".gone"
 _LOCK: Final = ".lock"
+_NEW_LOCK: Final = ".lock.new"
+"""The lock file's name until it is locked (a folder being made holds only this one)."""
 _REMOVE_TRIES: Final = 3
 _BLOCK: Final = 1 << 20
 
@@ -57,9 +59,10 @@ def parts_folder(out: Path, run_id: str) -> Iterator[Path]:
     """The run's parts folder, locked while the run lasts and removed at its end.
 
     First, every parts folder a dead run left in ``out`` is removed
-    (`remove_dead_parts`). The folder is made under a name no scan matches, its lock
-    taken, and only then renamed into place, so a parts folder is never seen
-    unlocked while its run lives. At the end it is renamed away before it is
+    (`remove_dead_parts`). The folder is made under another name, and its lock file
+    too, locked before it is named ``.lock``: a scan meets a ``.lock`` only once a
+    run has locked it, so a live run's folder is never taken for a dead one. Then the
+    folder is renamed into place. At the end it is renamed away before it is
     removed: a worker still writing (one the driver has just killed) cannot put a
     new part into it.
     """
@@ -67,10 +70,11 @@ def parts_folder(out: Path, run_id: str) -> Iterator[Path]:
     folder = out / f"{PARTS_PREFIX}{run_id}"
     making = out / f"{_MAKING_PREFIX}{run_id}"
     making.mkdir()
-    lock = (making / _LOCK).open("wb")
+    lock = (making / _NEW_LOCK).open("wb")
     try:
         if fcntl is not None:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        (making / _NEW_LOCK).rename(making / _LOCK)  # a lock file is seen locked only
         making.rename(folder)
         yield folder
     finally:
@@ -87,7 +91,8 @@ def remove_dead_parts(out: Path) -> int:
 
     A folder is a dead run's when no process holds its lock (a live run holds it
     from before its folder has its name to the end), or when it has no lock file at
-    all (a removal cut short). Symbolic links and files of that naming are not
+    all (a removal cut short; but a folder still being made, which has no ``.lock``
+    until its run holds it, is left). Symbolic links and files of that naming are not
     touched. Any local or Ray run calls this when it opens its output folder.
     """
     removed = 0
