@@ -187,7 +187,10 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         text = _t(answer[piece.start : piece.end])
         k = numbers.get(piece.label)
         if k is None and piece.label.isdigit():
-            k = numbers.get(str(int(piece.label)))
+            # int() refuses more than 4,300 digits: a long label is looked up as written
+            # (issue 38, item 1); no source is numbered with 19 digits.
+            digits = piece.label.lstrip("0") or "0"
+            k = numbers.get(str(int(digits)) if len(digits) < 19 else digits)  # noqa: PLR2004
         if piece.kind == "resolved" and k is not None:
             cited.add(k)
             pieces.append([0, k, text])

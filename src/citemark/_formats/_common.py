@@ -10,7 +10,11 @@
 * `source_from_document` turns a LangChain ``Document`` dict into a citemark source;
   `question_from`, `answer_from_output`, `message_texts`, `prompt_index_base` and
   `prompt_order_differs` read what the trace formats (MLflow, LangSmith) record of a
-  chain's input, output and prompt.
+  chain's input, output and prompt; a header number too long to number any source
+  is no source's, never handed to ``int()``.
+* `bounded_int` reads a trace's 64-bit number (a JSON number or decimal string)
+  inside its range, or None, so a field of thousands of digits (which ``int()``
+  refuses) or a non-ASCII digit costs its record, not the file.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ if TYPE_CHECKING:
     from citemark._formats._base import ReadOptions
 
 __all__ = [
+    "INT64",
+    "UINT64",
     "JsonTokens",
     "MalformedError",
     "answer_from_output",
+    "bounded_int",
     "csv_records",
     "json_lines",
     "loads",
@@ -56,6 +63,16 @@ _HEADERS: Final = (
     re.compile(r"^Source ID: ?([0-9]+)", re.MULTILINE),
     re.compile(r"^Source ([0-9]+):", re.MULTILINE),
 )
+
+
+_INT_DIGITS: Final = 20
+"""Digits of the longest number a trace field holds (uint64: 18446744073709551615)."""
+_HEADER_DIGITS: Final = 18
+"""Digits past which a prompt header's number is no source's (no prompt holds 10**18)."""
+UINT64: Final = (0, 2**64 - 1)
+"""The range of an OTLP/MLflow time or count in nanoseconds (``fixed64``, ``uint64``)."""
+INT64: Final = (-(2**63), 2**63 - 1)
+"""The range of an OTLP ``intValue``."""
 
 
 class MalformedError(ValueError):
@@ -421,10 +438,48 @@ def prompt_index_base(prompt: str, count: int) -> int | None:
     if count == 0:
         return None
     zero, one = list(range(count)), list(range(1, count + 1))
-    seen = [[int(number) for number in pattern.findall(prompt)] for pattern in _HEADERS]
+    seen = [[_header_number(number) for number in pattern.findall(prompt)] for pattern in _HEADERS]
     if zero in seen and one not in seen:
         return 0
     return None
+
+
+def _header_number(digits: str) -> int:
+    """A header's ASCII digits as a number; -1 (no source's) when there are too many.
+
+    ``int()`` refuses more than 4,300 digits, and a number that long numbers no source.
+    """
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _HEADER_DIGITS else -1
+
+
+def bounded_int(value: object, bounds: tuple[int, int]) -> int | None:
+    """A JSON integer, or a string of ASCII decimal digits, inside ``bounds``; else None.
+
+    A trace writes a 64-bit number as a JSON number or as a decimal string. Anything
+    else (a bool, a float, a string with a digit that is not ASCII such as ``"²"``, a
+    number outside ``bounds``, however many digits it has) is None; a string is never
+    handed to ``int()`` when it is longer than any number in ``bounds`` could be
+    (``int()`` refuses more than 4,300 digits with a ``ValueError``).
+
+    Args:
+        value: The field as JSON gives it.
+        bounds: The lowest and highest value the field may hold (`UINT64`, `INT64`).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        digits = value[1:] if value[:1] == "-" else value
+        if not (digits.isascii() and digits.isdigit()):
+            return None
+        digits = digits.lstrip("0") or "0"
+        if len(digits) > _INT_DIGITS:
+            return None
+        value = -int(digits) if value[:1] == "-" else int(digits)
+    if not isinstance(value, int):
+        return None
+    low, high = bounds
+    return value if low <= value <= high else None
 
 
 def prompt_order_differs(prompt: str, texts: list[str]) -> bool:

@@ -23,6 +23,10 @@ second time. From each trace:
 - ``sources`` are the retriever span's ``mlflow.spanOutputs[i]`` documents in list
   order (`source_from_document`).
 
+A trace whose span end time (``end_time_unix_nano``) is not a uint64, as a JSON
+number or ASCII decimal digits (``"²"``, a number of thousands of digits), is a
+malformed row naming the span; the other traces are read on.
+
 ``info.trace_metadata["mlflow.traceOutputs"]`` and the previews are never read:
 MLflow cuts them short. The row is un-assessed (never resolved against a guess) when
 the trace has no root span or lost a span's parent (``trace_incomplete``), holds no
@@ -42,8 +46,10 @@ from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._formats._base import ReadOptions, Recorded
 from citemark._formats._common import (
+    UINT64,
     MalformedError,
     answer_from_output,
+    bounded_int,
     loads,
     message_texts,
     question_from,
@@ -161,17 +167,25 @@ def _spans(value: object) -> list[_Span]:
         if not isinstance(attributes, dict):
             msg = f"span {number} attributes must be a JSON object"
             raise MalformedError(msg)
-        end = span.get("end_time_unix_nano")
-        spans.append(_Span(number, span_id, parent or None, attributes, _as_int(end)))
+        spans.append(_Span(number, span_id, parent or None, attributes, _end(number, span)))
     return spans
 
 
-def _as_int(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return 0
+def _end(number: int, span: Mapping[str, object]) -> int:
+    """The span's end time in nanoseconds: 0 when not recorded (a span still open).
+
+    Raises:
+        MalformedError: the end time is not a uint64, as a JSON number or ASCII
+            decimal digits (``"²"``, a number of thousands of digits).
+    """
+    value = span.get("end_time_unix_nano")
+    if value is None:
+        return 0
+    end = bounded_int(value, UINT64)
+    if end is None:
+        msg = f"span {number} end_time_unix_nano is not a time in nanoseconds (a uint64)"
+        raise MalformedError(msg)
+    return end
 
 
 def _rooted(

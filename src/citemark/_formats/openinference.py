@@ -62,6 +62,12 @@ or a trace whose root span never arrives (``trace_incomplete``, at the end of th
 file or when the buffer below overflows). A trace with neither an LLM answer nor a
 retrieval (index building, embedding batches) is not a row.
 
+A span whose ``endTimeUnixNano`` (uint64) or ``droppedAttributesCount`` (uint32) is
+a number outside its range (``-1``, a decimal string of thousands of digits), or
+whose ``intValue`` attribute is outside int64, is a malformed row that names the
+field; the rest of the file is read on (its trace, missing that span, may read as
+``trace_incomplete``).
+
 Rows are numbered (`Recorded.line`) by their 1-based position among the rows this
 reader emits, malformed records included. At most `MAX_OPEN_TRACES` traces and
 `MAX_OPEN_SPANS` spans wait for their roots; past either, the trace seen first is
@@ -81,6 +87,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from citemark._formats._base import ReadOptions, Recorded
+from citemark._formats._common import INT64, UINT64, bounded_int
 from citemark._formats._records import JsonRecord, first_byte, json_records, peek
 from citemark._strictjson import StrictJSONError, loads_strict
 
@@ -111,6 +118,8 @@ MAX_OPEN_SPANS: Final = 50_000
 MAX_CLOSED_TRACES: Final = 10_000
 """How many emitted trace ids are remembered, so that a late span is not a new trace."""
 
+_UINT32: Final = (0, 2**32 - 1)
+"""The range of OTLP's ``droppedAttributesCount``."""
 _PARQUET_MAGIC: Final = b"PAR1"
 _PHOENIX_MODULE: Final = "citemark._formats.phoenix"
 _JSON_MIME: Final = "application/json"
@@ -442,11 +451,18 @@ def _otlp_span(item: _Value, number: int, value: object) -> Span | Bad:
         return Bad(line, f"{where} has no valid span id")
     if parent_id == "":
         return Bad(line, f"{where} has a parent span id that is not a span id")
-    attributes = _otlp_attributes(_field(value, "attributes", "attributes"))
+    try:
+        attributes = _otlp_attributes(_field(value, "attributes", "attributes"))
+    except _OutOfRangeError:
+        return Bad(line, f"{where} has an intValue attribute that is not an int64")
     if attributes is None:
         return Bad(line, f"{where} has attributes that are not a list of key-value pairs")
-    dropped = _integer(_field(value, "droppedAttributesCount", "dropped_attributes_count"))
-    end = _integer(_field(value, "endTimeUnixNano", "end_time_unix_nano"))
+    dropped = _integer(_field(value, "droppedAttributesCount", "dropped_attributes_count"), _UINT32)
+    end = _integer(_field(value, "endTimeUnixNano", "end_time_unix_nano"), UINT64)
+    if dropped is None:
+        return Bad(line, f"{where} has a droppedAttributesCount that is not a uint32")
+    if end is None:
+        return Bad(line, f"{where} has an endTimeUnixNano that is not a uint64")
     return Span(trace_id, span_id, parent_id or None, attributes, end, dropped)
 
 
@@ -477,18 +493,30 @@ def _hex_id(value: str, size: int) -> str | None:
     return text.lower()
 
 
-def _integer(value: object) -> int:
-    """A count or a time as OTLP JSON writes it (an int, or int64 as a decimal string); 0 if not."""
-    if isinstance(value, bool):
+def _integer(value: object, bounds: tuple[int, int]) -> int | None:
+    """A count or a time as OTLP JSON writes it (an int, or a decimal string).
+
+    0 when it is not recorded or is not a number at all (a bool, a float, a string of
+    other characters); None for a number outside ``bounds`` (``-1``, a string of
+    thousands of digits): the span is malformed.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str):
         return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
-    return 0
+    if isinstance(value, str) and not _is_int(value):
+        return 0
+    return bounded_int(value, bounds)
+
+
+class _OutOfRangeError(ValueError):
+    """An ``intValue`` outside int64 (a string of thousands of digits, say)."""
 
 
 def _otlp_attributes(value: object) -> dict[str, object] | None:
+    """A span's OTLP attribute list as a dict; None when it is not a list of key-value pairs.
+
+    Raises:
+        _OutOfRangeError: an ``intValue`` is outside int64.
+    """
     if value is None:
         return {}
     if not isinstance(value, list):
@@ -518,7 +546,14 @@ def _any_value(value: object) -> object:
     for name in ("intValue", "int_value"):
         if name in value:
             number = value[name]
-            return int(number) if isinstance(number, str) and _is_int(number) else number
+            if not isinstance(number, str | int) or isinstance(number, bool):
+                return number
+            if isinstance(number, str) and not _is_int(number):
+                return number
+            checked = bounded_int(number, INT64)
+            if checked is None:
+                raise _OutOfRangeError
+            return checked
     array = _field(value, "arrayValue", "array_value")
     if isinstance(array, dict):
         values = array.get("values")
