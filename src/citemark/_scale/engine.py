@@ -23,6 +23,11 @@ rows the page shows and ``report.json`` from the merged counts.
 Judge calls keep their bounded concurrency per worker, and a global concurrency is
 split across workers (`split_concurrency`) so an endpoint never sees more calls at
 once than asked for.
+
+A run that cannot finish ends as the local engine's does, publishing nothing
+(``citemark._scale.watch``): a dead worker or node is ``RayRunError``, a worker's full
+disk the ``OSError`` the local engine would meet, and every wait of the driver checks
+that its node still answers. The actors are stopped before the parts folder goes.
 """
 
 from __future__ import annotations
