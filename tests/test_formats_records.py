@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from citemark._formats import ReadOptions, _common, reader_for
+from citemark._formats import ReadOptions, _common, _records, reader_for
 from citemark._formats._records import json_records, json_values
 
 RECORDS = [
@@ -193,3 +193,73 @@ def test_every_reader_streams_an_endless_array(name):
     records = list(itertools.islice(reader, 3))
     assert 3 == len(records)
     assert all(r.malformed is None for r in records), [r.malformed for r in records]
+
+
+class Copying(io.BytesIO):
+    """A file whose reads give `Counted` bytes: each ``bytes + block`` copy made of them is counted."""
+
+    copied = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        return Counted(super().read(size))
+
+
+class Counted(bytes):
+    """A block read from `Copying`; ``head + block`` (and ``head += block``) counts its copy."""
+
+    def __radd__(self, other: object) -> bytes:
+        if not isinstance(other, bytes):
+            return NotImplemented  # a bytearray grows in place: nothing is copied again
+        Copying.copied += len(other) + len(self)
+        return bytes(other) + bytes(self)
+
+    def __add__(self, other: bytes) -> bytes:
+        Copying.copied += len(self) + len(other)
+        return bytes(self) + bytes(other)
+
+
+LONG_TRACE = json.dumps({"info": {"trace_id": "tr-1"}, "data": {"spans": []}})[1:]
+LONG_LINES = {
+    # One trace on one 8 MiB line: the old MLflow reader looked for the line's end
+    # again from its start after every 64 KiB read (25 MB 7.8 s, 100 MB 102 s).
+    "jsonl": b'{"note": "' + b"x" * (8 << 20) + b'", ' + LONG_TRACE.encode() + b"\n",
+    # Blanks after the opening brace: the check whether it is alone on its line
+    # appended each block to an immutable head (100 MiB: 53 s).
+    "blanks-after-the-brace": b"{" + b" " * (8 << 20) + LONG_TRACE.encode() + b"\n",
+    "one-line-array": b'[{"note": "' + b"x" * (8 << 20) + b'", ' + LONG_TRACE.encode() + b"]",
+}
+
+
+@pytest.mark.parametrize("data", LONG_LINES.values(), ids=LONG_LINES.keys())
+def test_mlflow_reads_a_long_line_in_linear_work(monkeypatch, data):
+    """``--from mlflow`` on one long line (issue 38, item 5): searched and copied a few times over.
+
+    Every search the splitter makes is counted by how much it may scan, and every
+    ``bytes + block`` copy of what was read by its size; both stay within a small
+    multiple of the file, where the quadratic paths were tens to hundreds of times it.
+    """
+    scanned: list[int] = []
+
+    class Counting:
+        def __init__(self, pattern: Any) -> None:
+            self._pattern = pattern
+
+        def search(self, buffer: Any, position: int = 0, *end: int) -> Any:
+            scanned.append((end[0] if end else len(buffer)) - position)
+            return self._pattern.search(buffer, position, *end)
+
+    for module, name in [
+        (_common, "_TOKEN"),
+        (_common, "_NON_BLANK"),
+        (_records, "_LINE_BLANK"),
+        (_records, "_NON_BLANK"),
+    ]:
+        monkeypatch.setattr(module, name, Counting(getattr(module, name)))
+    monkeypatch.setattr(Copying, "copied", 0)
+    (record,) = reader_for("mlflow")(Copying(data), ReadOptions())
+    assert record.malformed is None
+    assert "tr-1" == record.row["id"]  # type: ignore[index]
+    # A string split over blocks is searched again from its start at each doubling
+    # read: at most twice the file, plus the last pass.
+    assert sum(scanned) < 4 * len(data)
+    assert Copying.copied < 3 * len(data)

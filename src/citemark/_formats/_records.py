@@ -186,17 +186,24 @@ def json_values(records: Iterator[JsonRecord]) -> Iterator[tuple[int, Mapping[st
 
 
 def _opens_pretty(handle: BinaryIO, head: bytes) -> tuple[bytes, bool]:
-    """Whether the ``{`` that starts ``head`` is alone on its line (blanks aside)."""
-    searched = 1
+    """Whether the ``{`` that starts ``head`` is alone on its line (blanks aside).
+
+    Blanks after the ``{`` are read on a block at a time; each block is searched once
+    and appended in place, so a long run of them costs time linear in its length.
+    """
+    match = _LINE_BLANK.search(head, 1)
+    if match is not None:
+        return head, head[match.start()] == _NEWLINE
+    buffer = bytearray(head)
     while True:
-        match = _LINE_BLANK.search(head, searched)
-        if match is not None:
-            return head, head[match.start()] == _NEWLINE
-        searched = len(head)
+        searched = len(buffer)
         more = handle.read(_BLOCK)
         if not more:
-            return head, False
-        head += more
+            return bytes(buffer), False
+        buffer += more
+        match = _LINE_BLANK.search(buffer, searched)
+        if match is not None:
+            return bytes(buffer), buffer[match.start()] == _NEWLINE
 
 
 def _lines(handle: BinaryIO, head: bytes, skipped: int) -> Iterator[JsonRecord]:
