@@ -35,13 +35,13 @@ _ATTR = r"(?:[ \t\n]+[A-Za-z_:][A-Za-z0-9_.:-]*(?:[ \t\n]*=[ \t\n]*(?:[^ \t\n\"'
 RAW_HTML = re.compile(
     rf"<[A-Za-z][A-Za-z0-9-]*{_ATTR}*[ \t\n]*/?>"
     r"|</[A-Za-z][A-Za-z0-9-]*[ \t\n]*>"
-    # A comment as cmark's inline scanner reads one: no "-" ends its text.
-    r"|<!-->|<!--->|<!--(?:[^-]|-[^-]|--[^>])*-->"
-    # Processing instructions and CDATA sections as cmark's scanner reads them: in
-    # pieces, so that "<? a ??>" and "<![CDATA[ a]]]>" are neither.
-    r"|<\?(?:[^?>]|\?[^>]|>)*\?>"
+    # A comment, a processing instruction and a CDATA section each end at the first
+    # closer after their opener, by the grammar (not cmark's inline scanner, which
+    # reads them in pieces): "<!-- a --->" is a comment, "<? a ??>" an instruction.
+    r"|<!-->|<!--->|<!--.*?-->"
+    r"|<\?.*?\?>"
     r"|<![A-Za-z][^>]*>"
-    r"|<!\[CDATA\[(?:[^\]]|\][^\]]|\]\][^>])*\]\]>",
+    r"|<!\[CDATA\[.*?\]\]>",
     re.DOTALL,
 )
 

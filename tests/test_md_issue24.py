@@ -163,7 +163,9 @@ PIECEWISE = [
     ("a <![CDATA[ [1]]]> <![CDATA[ [2] ]]> [3]", [3]),
     ("a <![CDATA[ ]]]> b <![CDATA[ [1] ]]> [2]", [2]),
     ("| a <? [1] ??> | b |\n|---|---|\n| <![CDATA[ [2]]]> | [3] |", [1, 2, 3]),
-    ("<div>\n<? [1] ??> <![CDATA[ [2]]]> [3]\n", [1, 2, 3]),
+    # An HTML block's content is read by the grammar, not cmark's scanner (issue 37):
+    # each ends at its first "?>" or "]]>".
+    ("<div>\n<? [1] ??> <![CDATA[ [2]]]> [3]\n", [3]),
     ("<div>\n<? [1] ???> <![CDATA[ [2] ]]]]]> [3]\n", [3]),
 ]
 

@@ -26,6 +26,7 @@ from citemark._md_inline import (
     InlineScanner,
     Span,
     html_spans,
+    label_fits,
     normalize_label,
 )
 
@@ -202,7 +203,7 @@ class _Scanner:
         pos = 0
         while pos < len(content) and content[pos] == "[":
             m = DEFINITION.match(content, pos)
-            if m is None:
+            if m is None or not label_fits(content, m.start("label"), m.end("label")):
                 break
             self.labels.add(normalize_label(m.group("label")))
             self.spans.extend(_map(Span(pos, m.end(), "definition"), lines, starts))

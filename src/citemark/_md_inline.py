@@ -9,8 +9,9 @@ visible. Emphasis, entities and line breaks change no bracket's visibility and a
 not parsed.
 
 The scanner also holds the pieces the block scanner shares: the raw-HTML grammar
-(for HTML blocks, whose tags are masked and whose character data is not) and link
-reference definitions.
+of CommonMark 0.31.2 section 6.6 (for HTML blocks, whose tags are masked and whose
+character data is not; inline raw HTML follows cmark's scanner where the two differ)
+and link reference definitions.
 
 Every routine here is linear in its input: backtick runs are indexed by length,
 raw HTML that fails to close once is not scanned again from a later start in the
@@ -20,13 +21,14 @@ same block, and link tails are single possessive regular-expression matches.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 __all__ = [
     "DEFINITION",
     "InlineScanner",
     "Span",
     "html_spans",
+    "label_fits",
     "normalize_label",
 ]
 
@@ -68,23 +70,23 @@ _CLOSED = (("<?", _PI), ("<![CDATA[", _CDATA))
 
 
 class _RawHtml:
-    """Finds raw HTML at a ``<``; remembers constructs that cannot close.
+    """Finds inline raw HTML at a ``<`` as cmark's inline parser; remembers what cannot close.
 
-    ``inline`` is cmark's inline parser, where a comment found unclosed also turns
-    off CDATA sections and declarations for the rest of the block: they all start
-    with ``<!`` and cmark stops looking at ``<!`` once the comment scan has failed.
+    A comment found unclosed also turns off CDATA sections and declarations for the
+    rest of the block: they all start with ``<!`` and cmark stops looking at ``<!``
+    once the comment scan has failed. (HTML blocks' content is read by the grammar
+    instead: see ``html_spans``.)
     """
 
-    def __init__(self, *, inline: bool = False) -> None:
+    def __init__(self) -> None:
         self.missing: set[str] = set()  # the openers found unclosed
-        self.inline = inline
 
     def match(self, text: str, pos: int, end: int) -> int:
         """Return the end of the raw HTML starting at ``pos``, or -1."""
         m = _TAG.match(text, pos, end)
         if m is not None:
             return m.end()
-        if self.inline and "<!--" in self.missing and text.startswith("<!", pos, end):
+        if "<!--" in self.missing and text.startswith("<!", pos, end):
             return -1
         if text.startswith("<!-->", pos, end):
             return pos + 5
@@ -95,22 +97,11 @@ class _RawHtml:
         for opener, pattern in _CLOSED:
             if text.startswith(opener, pos, end):
                 return self._closed(opener, pattern, text, pos, end)
-        if text.startswith("<!", pos, end) and pos + 2 < end and _LETTER.match(text, pos + 2):
-            if "<!" in self.missing:
-                return -1
-            found = text.find(">", pos + 2, end)  # a declaration such as <!DOCTYPE html>
-            if found < 0:
-                self.missing.add("<!")
-                return -1
-            return found + 1
-        return -1
+        return _declaration(text, pos, end, self.missing)
 
     def _closed(self, opener: str, pattern: re.Pattern[str], text: str, pos: int, end: int) -> int:
         if opener in self.missing:
-            # Read in pieces, a scan that failed once fails from every later start
-            # too, as cmark's inline parser assumes. (In an HTML block's content a
-            # later "<?" with only a run of "?" before ">", such as "<??>", would
-            # close, but it holds no text to show or hide.)
+            # cmark's inline parser scans no later one in the block once one fails.
             return -1
         m = pattern.match(text, pos, end)
         if m is None:
@@ -125,23 +116,67 @@ class _RawHtml:
         if m is not None:
             return m.end()
         # cmark's inline parser scans no later comment in the block once one fails.
-        # In an HTML block's content the same holds for every comment with text: a
-        # scan from a later "<!--" reads the pieces the failed one read, apart from a
-        # run of "-" right after it ("<!---->" closes), which holds nothing to show.
         self.missing.add("<!--")
         return -1
 
 
+def _declaration(text: str, pos: int, end: int, missing: set[str]) -> int:
+    """The end of a declaration such as ``<!DOCTYPE html>`` at ``pos``, or -1.
+
+    Read alike by cmark's scanner and the grammar: ``<!``, a letter, then up to the
+    first ``>``. One that never closes is remembered in ``missing``.
+    """
+    if not (text.startswith("<!", pos, end) and pos + 2 < end and _LETTER.match(text, pos + 2)):
+        return -1
+    if "<!" in missing:
+        return -1
+    found = text.find(">", pos + 2, end)
+    if found < 0:
+        missing.add("<!")
+        return -1
+    return found + 1
+
+
+# HTML blocks' content is read by CommonMark 0.31.2 section 6.6's grammar (cmark does
+# not scan it at all; a browser reads it so): a comment, a processing instruction and
+# a CDATA section each end at the first closer after their opener, so "<!-- a --->"
+# is a comment and "<? a ??>" and "<![CDATA[ a ]]]>" are one instruction and one
+# section. A construct whose closer is missing once is missing from every later start
+# of the same opener too, which keeps the scan linear.
+_GRAMMAR_CLOSED: Final = (("<!--", "-->"), ("<?", "?>"), ("<![CDATA[", "]]>"))
+
+
+def _block_html(text: str, pos: int, end: int, missing: set[str]) -> int:
+    """The end of the raw HTML at ``pos`` in an HTML block's content, by the grammar, or -1."""
+    m = _TAG.match(text, pos, end)
+    if m is not None:
+        return m.end()
+    if text.startswith("<!-->", pos, end):
+        return pos + 5
+    if text.startswith("<!--->", pos, end):
+        return pos + 6
+    for opener, closer in _GRAMMAR_CLOSED:
+        if text.startswith(opener, pos, end):
+            if opener in missing:
+                return -1
+            found = text.find(closer, pos + len(opener), end)
+            if found < 0:
+                missing.add(opener)
+                return -1
+            return found + len(closer)
+    return _declaration(text, pos, end, missing)
+
+
 def html_spans(text: str, start: int, end: int) -> list[Span]:
-    """The tags, comments and other markup in an HTML block's content.
+    """The tags, comments and other markup in an HTML block's content, by the grammar.
 
     Character data between them is what a reader sees, so it is not masked.
     """
     spans: list[Span] = []
-    raw = _RawHtml()
+    missing: set[str] = set()
     pos = text.find("<", start, end)
     while pos >= 0:
-        stop = raw.match(text, pos, end)
+        stop = _block_html(text, pos, end, missing)
         if stop < 0:
             pos = text.find("<", pos + 1, end)
             continue
@@ -170,16 +205,31 @@ _WS = r"[ \t]*+(?:\n[ \t]*+)?"
 _TITLE = r"(?:\"(?:[^\"\\]|\\.)*+\"|'(?:[^'\\]|\\.)*+'|\((?:[^()\\]|\\.)*+\))"
 # An inline link tail: "(", a destination, optionally whitespace and a title, ")".
 _LINK_TAIL = re.compile(rf"\({_WS}{_DEST}(?:{_WS}(?<=[ \t\n]){_TITLE})?+{_WS}\)", re.DOTALL)
-# A link label: at most 999 characters, no unescaped bracket.
-_LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){0,999}+\]", re.DOTALL)
+# A link label: no unescaped bracket, and at most 1,000 bytes of UTF-8 between its
+# brackets, as cmark 0.31.2 counts (its MAX_LINK_LABEL_LENGTH): the patterns allow
+# 1,000 characters and ``label_fits`` checks the bytes.
+MAX_LABEL_BYTES: Final = 1000
+_LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){0,1000}+\]", re.DOTALL)
 # A link reference definition, alone on its lines; with a title first, then without.
 DEFINITION = re.compile(
-    r"[ ]{0,3}+(?P<label>\[(?![ \t\n]*+\])(?:[^\\\[\]]|\\.){1,999}+\]):"
+    r"[ ]{0,3}+(?P<label>\[(?![ \t\n]*+\])(?:[^\\\[\]]|\\.){1,1000}+\]):"
     rf"{_WS}(?P<dest><(?:[^<>\n\\]|\\.)*+>|(?!<)(?=[^ \t\n]){_RAW_DEST})"
     rf"(?:(?=[ \t\n]){_WS}{_TITLE}[ \t]*+(?:\n|\Z)|[ \t]*+(?:\n|\Z))",
     re.DOTALL,
 )
 _SPACES = re.compile(r"[ \t\r\n]+")
+
+
+def label_fits(text: str, start: int, end: int) -> bool:
+    """Whether the label ``text[start:end]`` (brackets included) is within cmark's cap.
+
+    cmark counts the bytes of the UTF-8 text between the brackets; a lone surrogate,
+    which no UTF-8 text holds, counts as the three bytes Python would write for it.
+    """
+    if end - start - 2 > MAX_LABEL_BYTES:
+        return False
+    inner = text[start + 1 : end - 1]
+    return inner.isascii() or len(inner.encode("utf-8", "surrogatepass")) <= MAX_LABEL_BYTES
 
 
 def normalize_label(label: str) -> str:
@@ -213,7 +263,7 @@ class InlineScanner:
 
     def __init__(self, labels: set[str]) -> None:
         self.labels = labels  # normalized labels of the document's definitions
-        self.raw = _RawHtml(inline=True)
+        self.raw = _RawHtml()
         self.last_paren = -1  # the last ")" of the content being scanned
 
     def scan(self, text: str, start: int, end: int, spans: list[Span]) -> None:  # noqa: PLR0915
@@ -334,10 +384,12 @@ class InlineScanner:
         label = _LABEL.match(text, pos, end) if text.startswith("[", pos, end) else None
         size = label.end() - pos if label is not None else 0
         if size > 2:  # noqa: PLR2004 - "[]" is the collapsed form
-            key = normalize_label(text[pos : pos + size])
-            return (pos + size, "link_label") if key in self.labels else (-1, "")
+            if label_fits(text, pos, pos + size):
+                key = normalize_label(text[pos : pos + size])
+                return (pos + size, "link_label") if key in self.labels else (-1, "")
+            size = 0  # too many bytes for cmark: no label, but the text may be one
         if bracket_after:
             return -1, ""
-        if normalize_label(text[opener:pos]) in self.labels:
+        if normalize_label(text[opener:pos]) in self.labels and label_fits(text, opener, pos):
             return pos + size, ""
         return -1, ""

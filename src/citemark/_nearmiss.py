@@ -3,11 +3,11 @@ r"""Citation-like text that is not a marker: found, reported, never cited, never
 Pipelines that were not written for citemark cite in many ways the marker grammar
 (SPEC §3.2) does not read: ranges ``[1-3]``, semicolon lists ``[1; 2]``, spaced or
 word-prefixed forms ``[ 1 ]``, ``[Source 1]``, prose references ``(Passage 3)``,
-footnotes ``[^1]``, fullwidth and CJK brackets (U+FF3B ... U+FF3D, ``【1】``), non-ASCII or
-superscript digits, text that only displays as ``[9]`` (``&#91;9&#93;``, ``\[9\]``,
-``[*9*]``), autolink URLs holding ``[9]``, and markers that providers use inside their
-own systems and leak into answers: OpenAI's private-use-area sequences
-(``\ue200cite\ue202turn0search0\ue201``), ``【4:0†source】``,
+footnotes ``[^1]`` (also ``[^1^]``), fullwidth and CJK brackets (U+FF3B ... U+FF3D,
+``【1】``), non-ASCII or superscript digits, text that only displays as ``[9]``
+(``&#91;9&#93;``, ``\[9\]``, ``[*9*]``), autolink URLs holding ``[9]``, and markers
+that providers use inside their own systems and leak into answers: OpenAI's
+private-use-area sequences (``\ue200cite\ue202turn0search0\ue201``), ``【4:0†source】``,
 ``:contentReference[oaicite:0]{index=0}``, and Gemini's ``[cite: 1]`` and
 ``[cite_start]``. None of them is a citation, and none is stripped from the answer:
 `find_unrecognized` reports each one with its offsets and a kind, so that an answer
@@ -106,7 +106,8 @@ _PREFIXED: Final = re.compile(
     re.IGNORECASE,
 )
 _GEMINI: Final = re.compile(r"cite(?:_start|_end|:[ \t]*+[0-9][0-9, \t]*+)", re.IGNORECASE)
-_FOOTNOTE: Final = re.compile(r"\^[A-Za-z0-9_-]{1,32}+")
+# A footnote: "[^1]", also as Pandoc's superscript inside the brackets, "[^1^]".
+_FOOTNOTE: Final = re.compile(r"\^[A-Za-z0-9_-]{1,32}+\^?+")
 # A bare prose reference: the word (capitalized or lower case, not inside a longer
 # word or a hyphenated one), an optional "ID", then spaces, ":" or "#", then an
 # integer that is not the start of a decimal or a longer word ("Source 2.5", "2nd").

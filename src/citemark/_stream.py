@@ -205,7 +205,7 @@ def _masked_at(
 _BLANK_LINE = re.compile(r"(?>\r\n|\r|\n)[ \t]*+(?:\r\n|\r|\n)")
 _BACKTICK_RUN = re.compile(r"`++")
 # A bracket pair that can be a link label, and a line's container prefix.
-_LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,999}\]", re.DOTALL)
+_LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,1000}\]", re.DOTALL)
 _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
 # Text that ends what can be open at the end of a text and hold a group: raw HTML
 # (a tag, also after a letter where ">" would start a quote; a quoted attribute; a
