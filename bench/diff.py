@@ -26,6 +26,7 @@ Run: ``.venv/bin/python bench/diff.py`` (``--rows 100000 1000000`` are the defau
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -106,18 +107,28 @@ def _with_digests(data: Path, folder: Path) -> None:
 
 
 def repeated(template: Path, out: Path, rows: int) -> Path:
-    """``template``'s run with its records repeated to ``rows``, each with its own line and id."""
+    """``template``'s run with its records repeated to ``rows``, each with its own line and id.
+
+    Its ``report.json`` names the file it now holds (SHA-256, rows counted), as the
+    check of that many rows writes it: ``citemark diff`` holds ``rows.jsonl`` to it.
+    """
     out.mkdir()
-    for name in ("report.json", "report.html"):
-        (out / name).write_bytes((template / name).read_bytes())
+    (out / "report.html").write_bytes((template / "report.html").read_bytes())
     tails = []
     for raw in (template / "rows.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(raw)
         del record["line"], record["id"]
         tails.append(json.dumps(record)[1:])
-    with (out / "rows.jsonl").open("w", encoding="utf-8") as handle:
+    digest = hashlib.sha256()
+    with (out / "rows.jsonl").open("wb") as handle:
         for i in range(rows):
-            handle.write(f'{{"line": {i + 1}, "id": "row-{i}", {tails[i % len(tails)]}\n')
+            line = f'{{"line": {i + 1}, "id": "row-{i}", {tails[i % len(tails)]}\n'.encode()
+            digest.update(line)
+            handle.write(line)
+    report = json.loads((template / "report.json").read_text(encoding="utf-8"))
+    report["check"]["files"]["rows.jsonl"] = digest.hexdigest()
+    report["check"].update(rows=rows, malformed=0)
+    (out / "report.json").write_text(json.dumps(report), encoding="utf-8")
     return out
 
 

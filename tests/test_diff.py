@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
@@ -271,3 +272,153 @@ class TestHostileRuns:
         unwrapped = done.stdout.replace("\n", "")  # rich wraps long paths
         assert r"in\x1b]0;x\x07.jsonl" in unwrapped
         assert r"out\x1b[2J" in unwrapped
+
+
+def refusal(old: Path, new: Path) -> str:
+    """``citemark diff``'s one line on standard error, asserted to be a refusal (exit 2)."""
+    done = run_cli("diff", str(old), str(new))
+    assert (2, "") == (done.returncode, done.stdout), done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    return line
+
+
+class TestRowsHeldToTheirReport:
+    """Issue 38 item 7: ``rows.jsonl`` is read as the run its ``report.json`` describes, or refused."""
+
+    def test_a_duplicated_record_is_refused_not_added(self, runs):
+        """A record repeated in rows.jsonl: refused by its SHA-256 and count, not one row added.
+
+        The naive reading (the same file with its report sealed to it, as today's diff
+        read any file) counts the copy as an added row beside the five compared.
+        """
+        old, new = runs
+        lines = (new / "rows.jsonl").read_text().splitlines(keepends=True)
+        (new / "rows.jsonl").write_text("".join([*lines, lines[4]]))
+        message = (
+            "new/rows.jsonl is not the file new/report.json names (its SHA-256 differs): "
+            "it holds 6 records where the report counts 5"
+        )
+        with pytest.raises(RunDiffError) as caught:
+            compare_runs(old, new)
+        assert message == str(caught.value)
+        assert (None, None) == (caught.value.__cause__, caught.value.__context__)
+        assert f"citemark: error: {message}" == refusal(old, new)
+        naive = compare_runs(old, reseal(new))
+        assert (5, 1) == (naive.compared, naive.added)
+
+    def test_the_same_line_twice_is_refused_in_the_old_run_too(self, runs):
+        """The old run is held to its report as the new one is: a copied record is refused."""
+        old, new = runs
+        lines = (old / "rows.jsonl").read_text().splitlines(keepends=True)
+        (old / "rows.jsonl").write_text("".join([lines[0], *lines]))
+        assert refusal(old, new).startswith(
+            "citemark: error: old/rows.jsonl is not the file old/report.json names "
+            "(its SHA-256 differs): it holds 6 records"
+        )
+
+    def test_zeroed_digests_are_refused_and_never_compared(self, runs):
+        """Digests zeroed in rows.jsonl: refused; sealed into a report, read as not recorded.
+
+        Today's diff compared the zeros: every row's answer, sources and question
+        "changed", printed beside "input: the same".
+        """
+        old, new = runs
+        zeros = {"question": "0" * 16, "answer": "0" * 16, "sources": "0" * 16}
+        records = [json.loads(line) for line in (new / "rows.jsonl").read_text().splitlines()]
+        (new / "rows.jsonl").write_text(
+            "".join(json.dumps({**r, "digests": zeros}) + "\n" for r in records)
+        )
+        assert refusal(old, new).startswith(
+            "citemark: error: new/rows.jsonl is not the file new/report.json names"
+        )
+        diff = compare_runs(old, reseal(new))
+        assert (True, 5, 0, {}) == (
+            diff.same_input,
+            diff.compared,
+            diff.inputs_recorded,
+            diff.inputs_changed,
+        )
+        assert all(change.inputs_changed == () for change in diff.changes)
+        text = render_text(diff)
+        assert "input: the same" in text
+        assert "inputs: not recorded" in text
+
+    @pytest.mark.parametrize("digest", ["0" * 16, "ABCDEF0123456789", "abc", "g" * 16])
+    def test_a_digest_that_is_not_one_is_not_recorded(self, runs, digest):
+        """One record whose answer digest is not 16 lowercase hex digits: its digests are not compared."""
+        old, new = runs
+        records = [json.loads(line) for line in (new / "rows.jsonl").read_text().splitlines()]
+        records[0]["digests"]["answer"] = digest
+        (new / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        diff = compare_runs(old, reseal(new))
+        assert (5, 4, 0) == (diff.compared, diff.inputs_recorded, diff.inputs_changed["answer"])
+
+    def test_rows_of_another_run_are_refused(self, runs, tmp_path):
+        """A rerun's rows.jsonl put beside this run's report: refused at its first line.
+
+        The rerun read the same input with the same options, so its rows are
+        identical but for their run id: today's diff compared them without comment
+        (the naive variant below, the same rows under a report sealed to them).
+        """
+        old, new = runs
+        run_check(tmp_path / "runs.jsonl", tmp_path / "rerun", CitationScorer(Judge()))
+        (new / "rows.jsonl").write_bytes((tmp_path / "rerun" / "rows.jsonl").read_bytes())
+        message = (
+            "new/rows.jsonl line 1 is not from the run new/report.json describes "
+            "(its run_id differs)"
+        )
+        with pytest.raises(RunDiffError, match=re.escape(message)):
+            compare_runs(old, new)
+        assert f"citemark: error: {message}" == refusal(old, new)
+        report = json.loads((new / "report.json").read_text())
+        report["run_id"] = json.loads((tmp_path / "rerun" / "report.json").read_text())["run_id"]
+        (new / "report.json").write_text(json.dumps(report))
+        naive = compare_runs(old, reseal(new))
+        assert (5, 0, 0, 0) == (naive.compared, naive.changed, naive.added, naive.removed)
+
+    def test_a_record_without_the_run_id_is_refused(self, runs):
+        """A record that names no run, beside a report that names one, is not that run's."""
+        old, new = runs
+        lines = (new / "rows.jsonl").read_text().splitlines()
+        last = json.loads(lines[-1])
+        del last["run_id"]
+        (new / "rows.jsonl").write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+        assert refusal(old, new) == (
+            "citemark: error: new/rows.jsonl line 5 is not from the run new/report.json "
+            "describes (its run_id differs)"
+        )
+
+    def test_a_report_that_names_no_rows_file_is_refused(self, runs):
+        """A report whose files leave rows.jsonl out does not describe the rows beside it."""
+        old, new = runs
+        report = json.loads((new / "report.json").read_text())
+        del report["check"]["files"]["rows.jsonl"]
+        (new / "report.json").write_text(json.dumps(report))
+        assert refusal(old, new) == (
+            "citemark: error: new/report.json does not name a rows.jsonl: "
+            "it is not the report of these rows"
+        )
+
+    def test_a_report_without_files_or_run_id_still_counts_its_rows(self, runs):
+        """A report from before run ids and file hashes: the count is what is left to hold to."""
+        old, new = runs
+        report = json.loads((new / "report.json").read_text())
+        del report["check"]["files"], report["run_id"]
+        (new / "report.json").write_text(json.dumps(report))
+        assert 5 == compare_runs(old, new).compared
+        lines = (new / "rows.jsonl").read_text().splitlines(keepends=True)
+        (new / "rows.jsonl").write_text("".join(lines[:4]))
+        assert refusal(old, new) == (
+            "citemark: error: new/rows.jsonl is not the file new/report.json describes: "
+            "it holds 4 records where the report counts 5"
+        )
+
+    def test_malformed_lines_are_counted_with_the_rows(self, tmp_path):
+        """A run with an unreadable input line: its malformed record is one the report counts."""
+        data = tmp_path / "runs.jsonl"
+        data.write_text(json.dumps(row(1)) + "\nnot json\n" + json.dumps(row(2)) + "\n")
+        run_check(data, tmp_path / "a", CitationScorer())
+        run_check(data, tmp_path / "b", CitationScorer(min_sentence_coverage=1.0))
+        diff = compare_runs(tmp_path / "a", tmp_path / "b")
+        assert (3, 0) == (diff.compared, diff.changed)

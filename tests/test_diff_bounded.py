@@ -15,6 +15,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
@@ -59,7 +60,7 @@ def replicated(
                 )
                 + "\n"
             )
-    return out
+    return reseal(out)
 
 
 def peak_bytes(old: Path, new: Path) -> int:

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
@@ -122,6 +123,7 @@ class TestTwoDaysOfARecordedPipeline:
         for run in (old, new):
             lines = [{k: v for k, v in r.items() if k != "id_scope"} for r in records(run)]
             (run / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+            reseal(run)
         naive = compare_runs(old, new)
         assert (2, 2, 2) == (naive.compared, naive.added, naive.removed)
 

@@ -15,6 +15,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark._diff.digests import row_digests
@@ -53,16 +54,18 @@ def record_digests(data: Path, out: Path) -> Path:
         item = parse_row(number, raw)
         if isinstance(item, CheckRow):
             rows[item.line] = item
-    lines = []
+    lines, added = [], False
     for raw in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(raw)
         item = rows.get(record["line"])
         if "digests" not in record and item is not None and record["outcome"] != "malformed":
             digests = row_digests(item.question, item.answer, item.sources)
             head = {key: record.pop(key) for key in ("line", "id")}
-            record = {**head, "digests": digests, **record}
+            record, added = {**head, "digests": digests, **record}, True
         lines.append(json.dumps(record) + "\n")
-    (out / "rows.jsonl").write_text("".join(lines), encoding="utf-8")
+    if added:
+        (out / "rows.jsonl").write_text("".join(lines), encoding="utf-8")
+        reseal(out)
     return out
 
 
@@ -165,6 +168,7 @@ class TestChangedPipeline:
         judge = {"provider": "openai-compatible", "model": "judge-1", "prompt_sha256": "a" * 64}
         report["check"]["judge"] = judge
         (old / "report.json").write_text(json.dumps(report))
+        report = json.loads((new / "report.json").read_text())
         report["check"]["judge"] = {**judge, "model": "judge-2"}
         (new / "report.json").write_text(json.dumps(report))
         diff = compare_runs(old, new)

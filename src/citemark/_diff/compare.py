@@ -28,7 +28,10 @@ Neither run is held in memory: the old run's rows go into an on-disk index
 (`citemark._diff.index.RowIndex`), the new run's are streamed against it, and the
 changes are read back from the index by whatever renders them (`compared`). Every
 ``rows.jsonl`` line is read through a typed record whose findings are a
-`citemark._scorer.findings.ScoreFindings` (`citemark._diff.runs`).
+`citemark._scorer.findings.ScoreFindings` (`citemark._diff.runs`), and each
+``rows.jsonl`` is held to its ``report.json`` (the run id of every record, the file's
+SHA-256 and its count of records) as it streams: rows that are not the run the report
+describes are refused, never compared.
 """
 
 from __future__ import annotations
@@ -230,7 +233,9 @@ def compare_runs(
 
     Raises:
         RunDiffError: a folder lacks ``report.json`` or ``rows.jsonl``, a line of
-            ``rows.jsonl`` is not a row record, or the runs share no row.
+            ``rows.jsonl`` is not a row record, a ``rows.jsonl`` is not the one its
+            ``report.json`` describes (a record of another run, another SHA-256 or
+            another count of records), or the runs share no row.
         ValueError: ``match`` is not one of the rules.
     """
     with compared(old_dir, new_dir, match=match) as (summary, changes):
@@ -261,7 +266,7 @@ def compared(
     with RowIndex() as index:
         old_page, new_page = shown_lines(old_path), shown_lines(new_path)
         tally = _Tally(match)
-        index.load(tally.keyed("old", read_rows(old_path)))
+        index.load(tally.keyed("old", read_rows(old_path, old_run.seal)))
         tally.ids_compared = match == "id" or (
             match == "auto" and tally.old_ids > 0 and _share_an_id(index, new_path)
         )
@@ -269,7 +274,7 @@ def compared(
         without_ids = match == "auto" and tally.old_ids > 0 and not tally.ids_compared
         if without_ids:
             index.index_without_ids()
-        for new, keys in tally.keyed("new", read_rows(new_path)):
+        for new, keys in tally.keyed("new", read_rows(new_path, new_run.seal)):
             key = keys.with_ids if tally.ids_compared else keys.without_ids
             old = None if key is None else index.take(key, without_ids=without_ids)
             if old is None or key is None:

@@ -7,6 +7,17 @@ the same. ``rows.jsonl`` is streamed one record at a time: each line is validate
 straight from its bytes into a typed record whose findings are a `ScoreFindings`
 (never read by string key), and a line that does not validate is parsed again
 strictly (`citemark._strictjson.loads_strict`) only to say why, in structural terms.
+
+``rows.jsonl`` is read as the run its ``report.json`` describes, or refused: the same
+tests `citemark.reports.check_output_set` makes of that file, made on the bytes as
+they stream by rather than in a pass of their own. Every record must name the
+report's run id, the file's SHA-256 must be the one the report's ``files`` names, and
+it must hold as many records as the report counts rows and malformed lines (each test
+where the report records what it needs: a report from before run ids names no run).
+A record with a duplicated id, another run's file, a record edited after the run: each
+is a `RunDiffError`, never a comparison of rows that are not the run's. A record's
+input digests that are not 16 lowercase hex digits, or are all zeros, are read as not
+recorded.
 ``report.html`` is read only for which rows its page shows, so a change can link to
 the row's record there. `read_ids` streams only the ids a run's rows can be matched
 by (not the per-run ones), for the comparison to learn whether two runs share any.
@@ -14,6 +25,7 @@ by (not the per-run ones), for the comparison to learn whether two runs share an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -23,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from citemark._artifacts import ModelIdentity, open_regular
 from citemark._check.names import REPORT_NAME, ROWS_NAME
-from citemark._diff.digests import RowDigests
+from citemark._diff.digests import DIGEST_CHARS, RowDigests
 from citemark._errors import RunDiffError
 from citemark._scorer.findings import ScoreFindings
 from citemark._strictjson import StrictJSONError, line_reason, loads_strict
@@ -37,6 +49,7 @@ __all__ = [
     "ROWS_NAME",
     "MatchKind",
     "RowFacts",
+    "RowsSeal",
     "RunInfo",
     "read_ids",
     "read_report",
@@ -51,9 +64,24 @@ _PER_RUN: Final = "run"
 
 _MAX_REPORT_BYTES: Final = 64 * 1024 * 1024
 _MAX_PAGE_BYTES: Final = 64 * 1024 * 1024
+_DIGEST: Final = re.compile(f"[0-9a-f]{{{DIGEST_CHARS}}}")
+_ZEROS: Final = "0" * DIGEST_CHARS
 _DATA_BLOCK: Final = re.compile(
     rb'<script type="application/json" id="data">(.*?)</script>', re.DOTALL
 )
+
+
+class RowsSeal(NamedTuple):
+    """What ``report.json`` says its ``rows.jsonl`` is; None where it does not say."""
+
+    run_id: str | None = None
+    """The run id every record must name."""
+    sha256: str | None = None
+    """The SHA-256 of the file's bytes, from the report's ``files``."""
+    named: bool = True
+    """False when the report lists its files and ``rows.jsonl`` is not among them."""
+    records: int | None = None
+    """How many records the file holds: the rows the report counts, malformed lines included."""
 
 
 class RunInfo(NamedTuple):
@@ -71,12 +99,17 @@ class RunInfo(NamedTuple):
     """The check's configuration as recorded."""
     judge: ModelIdentity | None
     """The check's judge, or None."""
+    seal: RowsSeal
+    """What the report says its ``rows.jsonl`` holds, for `read_rows` to hold it to."""
 
 
 class _Check(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     judge: ModelIdentity | None = None
+    files: dict[str, str] | None = None
+    rows: int | None = None
+    malformed: int | None = None
 
 
 class _Report(BaseModel):
@@ -89,6 +122,20 @@ class _Report(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     input_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     check: _Check
+    run_id: str | None = None
+
+    def seal(self) -> RowsSeal:
+        """What the report says of its ``rows.jsonl``."""
+        files, check = self.check.files, self.check
+        records = None
+        if check.rows is not None and check.malformed is not None:
+            records = check.rows + check.malformed
+        return RowsSeal(
+            run_id=self.run_id or None,
+            sha256=None if files is None else files.get(ROWS_NAME),
+            named=files is None or ROWS_NAME in files,
+            records=records,
+        )
 
 
 class _Record(BaseModel):
@@ -105,6 +152,7 @@ class _Record(BaseModel):
     error: str | None = None
     details: ScoreFindings | None = None
     digests: RowDigests | None = None
+    run_id: str | None = None
 
 
 class RowFacts(NamedTuple):
@@ -179,6 +227,7 @@ def read_report(folder: Path) -> RunInfo:
         citemark_version=report.citemark_version,
         config=report.config,
         judge=report.check.judge,
+        seal=report.seal(),
     )
 
 
@@ -203,21 +252,58 @@ def shown_lines(folder: Path) -> frozenset[int] | None:
         return None
 
 
-def read_rows(folder: Path) -> Iterator[RowFacts]:
+def read_rows(folder: Path, seal: RowsSeal) -> Iterator[RowFacts]:
     """Stream ``folder/rows.jsonl``, one `RowFacts` per record, in file order.
 
+    The file is held to what its report says (``seal``, `RunInfo.seal`): each
+    record's run id as it is read, the SHA-256 and the number of records once the
+    last one is (so a refusal may come after every record was yielded).
+
     Raises:
-        RunDiffError: the file is missing or a line is not a row record.
+        RunDiffError: the file is missing, a line is not a row record, or the file is
+            not the one ``seal`` describes.
     """
     path = folder / ROWS_NAME
+    if not seal.named:
+        msg = (
+            f"{folder.name}/{REPORT_NAME} does not name a {ROWS_NAME}: "
+            "it is not the report of these rows"
+        )
+        raise RunDiffError(msg)
     try:
         handle = open_regular(path)
     except OSError:
         msg = f"{folder.name}/{ROWS_NAME} is missing or cannot be read"
         raise RunDiffError(msg) from None
+    hasher = hashlib.sha256()
+    records = 0
     with handle:
         for number, raw in enumerate(handle, start=1):
-            yield _facts(number, _record(folder, number, raw))
+            hasher.update(raw)
+            records = number
+            record = _record(folder, number, raw)
+            if seal.run_id is not None and record.run_id != seal.run_id:
+                msg = (
+                    f"{folder.name}/{ROWS_NAME} line {number} is not from the run "
+                    f"{folder.name}/{REPORT_NAME} describes (its run_id differs)"
+                )
+                raise RunDiffError(msg)
+            yield _facts(number, record)
+    _hold_to(folder, seal, hasher.hexdigest(), records)
+
+
+def _hold_to(folder: Path, seal: RowsSeal, sha256: str, records: int) -> None:
+    """Refuse a ``rows.jsonl`` whose bytes or record count are not the ones its report names."""
+    rows, report = f"{folder.name}/{ROWS_NAME}", f"{folder.name}/{REPORT_NAME}"
+    counted = ""
+    if seal.records is not None and seal.records != records:
+        counted = f": it holds {records} records where the report counts {seal.records}"
+    if seal.sha256 is not None and sha256 != seal.sha256:
+        msg = f"{rows} is not the file {report} names (its SHA-256 differs){counted}"
+        raise RunDiffError(msg)
+    if counted:
+        msg = f"{rows} is not the file {report} describes{counted}"
+        raise RunDiffError(msg)
 
 
 def _record(folder: Path, number: int, raw: bytes) -> _Record:
@@ -266,7 +352,7 @@ def _facts(number: int, record: _Record) -> RowFacts:
     if malformed:
         findings = None
     row_id = None if malformed else record.id
-    digests = None if malformed else record.digests
+    digests = None if malformed or not _recorded(record.digests) else record.digests
     return RowFacts(
         record=number,
         line=record.line,
@@ -328,6 +414,21 @@ def _ids(raw: bytes) -> _Ids | None:
         return _Ids.model_validate(json.loads(raw.decode("utf-8")), strict=False)
     except (ValueError, RecursionError):
         return None
+
+
+def _recorded(digests: RowDigests | None) -> bool:
+    """Whether a record's digests are digests: 16 lowercase hex digits each, not all zeros."""
+    if digests is None:
+        return False
+    return (
+        _is_digest(digests.answer)
+        and _is_digest(digests.sources)
+        and (digests.question is None or _is_digest(digests.question))
+    )
+
+
+def _is_digest(value: str) -> bool:
+    return _DIGEST.fullmatch(value) is not None and value != _ZEROS
 
 
 def _verdict_outcomes(findings: ScoreFindings) -> tuple[str, ...]:
