@@ -210,3 +210,54 @@ class TestSuperscriptFootnote:
     def test_definitions_and_code(self, text, expected):
         """Read as a definition's or a link's label it is still reported; in code it is not."""
         assert expected == [t.text for t in find_unrecognized(text) if t.kind == "footnote"]
+
+
+# --- streaming cases 1 and 2 of the issue -----------------------------------------------
+
+# Fed in the chunks shown, the stream raised for [6], which resolve hides.
+STREAM_CASES = [
+    list("Escape it as \\``[6]` and cite [1]."),  # an escaped backtick counted into a run
+    list('See [the docs](https://e.com "note [6]\\; more") and [1].'),  # a chunk ending in "\"
+    ["See ![a\\] [6] x\\", "]](u) and [1]."],  # "\]" counted as a closing bracket
+]
+
+
+def _feed(pieces: list[str]) -> StreamingResolver:
+    stream = StreamingResolver(SOURCES)
+    for piece in pieces:
+        stream.feed(piece)
+    return stream
+
+
+class TestStreamEscapes:
+    @pytest.mark.parametrize("pieces", STREAM_CASES, ids=range(len(STREAM_CASES)))
+    def test_issue_chunks(self, pieces):
+        """Fed as the issue feeds it, the text raises nothing and finishes as resolve."""
+        text = "".join(pieces)
+        assert [1] == [c.marker for c in resolve(text, SOURCES).citations]
+        assert [1] == [c.marker for c in _feed(pieces).finish().citations]
+
+    @pytest.mark.parametrize("pieces", STREAM_CASES, ids=range(len(STREAM_CASES)))
+    def test_every_split_in_two(self, pieces):
+        """Cut anywhere in two, the text raises nothing either."""
+        text = "".join(pieces)
+        for cut in range(len(text) + 1):
+            assert [1] == [c.marker for c in _feed([text[:cut], text[cut:]]).finish().citations]
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "Escape it as \\`[6] and cite [1].",
+            "See \\\\`[6] and [1].\n\nMore.",
+            'See [the docs](https://e.com "note") [6]\\; more and [1].',
+            "See ![a\\] [6] x\\]\\] and [1].\n\nMore.",
+        ],
+    )
+    def test_a_visible_marker_still_raises_before_the_end(self, text):
+        """Where [6] is seen whatever follows (its paragraph ended), the stream raises."""
+        with pytest.raises(MarkerOutOfRangeError):
+            resolve(text, SOURCES)
+        stream = StreamingResolver(SOURCES)
+        with pytest.raises(MarkerOutOfRangeError):
+            for char in text:
+                stream.feed(char)

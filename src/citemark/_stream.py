@@ -236,8 +236,10 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     where at a line's start they would open a block), and a definition of each label
     (alone, and all at once) for
     reference links. Each closer is also tried with a delimiter row after it (a span
-    closed, and then its line a header). Each is a witness: a group that one of them
-    shows and another hides is not settled.
+    closed, and then its line a header), and, when the text ends in a backslash that
+    would escape it, after one more character. A backtick run counts also without an
+    escaped first backtick, and an escaped ``)`` or ``]`` closes nothing. Each is a
+    witness: a group that one of them shows and another hides is not settled.
     """
     floor = 0
     for m in _BLANK_LINE.finditer(text, 0, start):
@@ -253,15 +255,25 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
         # line does not. Inside a quote or list item, a closer only counts on a line
         # that continues it (an HTML block takes no lazy continuation line).
         out.extend((begin + closer, frozenset()) for closer in _CLOSERS)
-    runs = {len(m.group()) for m in _BACKTICK_RUN.finditer(region)}
+    runs: set[int] = set()
+    for m in _BACKTICK_RUN.finditer(region):
+        runs.add(len(m.group()))
+        if m.start() and region[m.start() - 1] == "\\":
+            # An escaped first backtick is literal, and the rest of the run opens.
+            runs.add(len(m.group()) - 1)
+    runs.discard(0)
     for size in sorted(runs):
         if size <= _MAX_BACKTICKS:  # right after the text (a run it ends grows), apart,
             # and after a letter: at a line's start a run would open a fence instead.
             out.extend((gap + "`" * size, frozenset()) for gap in ("", " ", "x"))
-    depth = min(max(region.count("(") - region.count(")"), 0) + 1, _MAX_DEPTH)
+    # An escaped closer closes nothing, so "\\)" and "\\]" are not counted as closers (a
+    # closer after an escaped backslash is left out too: more depth, more witnesses).
+    closing = region.count(")") - region.count("\\)")
+    depth = min(max(region.count("(") - closing, 0) + 1, _MAX_DEPTH)
     for quote in ("", '"', "'", ">"):
         out.extend((quote + ")" * d, frozenset()) for d in range(1, depth + 1))
-    depth = min(max(region.count("[") - region.count("]"), 0) + 1, _MAX_DEPTH)
+    closing = region.count("]") - region.count("\\]")
+    depth = min(max(region.count("[") - closing, 0) + 1, _MAX_DEPTH)
     out.extend(("]" * d + "(u)", frozenset()) for d in range(depth + 1))
     # A closer and then a delimiter row: the line, its spans closed, becomes a header.
     out.extend([(suffix + _delimiter_row(text + suffix), defined) for suffix, defined in out])
@@ -293,12 +305,24 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
         for q in sorted({lead, *leads}):
             rests = {"", q[len(tail) :] if q.startswith(tail) else ""}
             out.extend((f"{rest}| x |\n{q}|---|", frozenset()) for rest in sorted(rests))
+    if _ends_escaping(text):
+        # The text ends in a backslash that escapes whatever comes next: each suffix
+        # is also tried after a character, which leaves its own first character free.
+        out.extend([("x" + suffix, defined) for suffix, defined in out])
     labels = {normalize_label(m.group()) for m in _LABEL.finditer(region)}
     labels.discard("")
     out.extend(("", frozenset({label})) for label in sorted(labels))
     if len(labels) > 1:
         out.append(("", frozenset(labels)))
     return out
+
+
+def _ends_escaping(text: str) -> bool:
+    """Whether ``text`` ends in an odd run of backslashes (one escapes what comes next)."""
+    count = 0
+    while count < len(text) and text[-1 - count] == "\\":
+        count += 1
+    return count % 2 == 1
 
 
 def _line_start(text: str, end: int) -> int:
