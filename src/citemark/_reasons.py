@@ -68,7 +68,9 @@ _RECORDED: Final = {
     "no_retrieval_recorded": "the record holds no retrieved sources for the answer",
     "several_retrievals": "the record holds more than one retrieval, and nothing ties one "
     "of them to the answer",
-    "trace_incomplete": "the trace's root span was never recorded, so its answer is not known",
+    "trace_incomplete": "the trace's spans are not one whole tree (its root never "
+    "recorded, a span's parent lost, two spans under one id, or parents in a cycle), so "
+    "its answer is not known",
     "structured_output_not_parsed": "the structured answer failed its own schema, so its "
     "citations could not be read",
 }

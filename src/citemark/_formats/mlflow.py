@@ -29,7 +29,8 @@ malformed row naming the span; the other traces are read on.
 
 ``info.trace_metadata["mlflow.traceOutputs"]`` and the previews are never read:
 MLflow cuts them short. The row is un-assessed (never resolved against a guess) when
-the trace has no root span or lost a span's parent (``trace_incomplete``), holds no
+the trace has no root span, lost a span's parent, holds two spans under one span id
+or spans whose parent ids form a cycle (``trace_incomplete``), holds no
 retriever documents (``no_retrieval_recorded``) or more than one retrieval
 (``several_retrievals``; a retriever span inside another retriever span is the same
 retrieval), holds a retriever output that is not JSON any more (``sources_truncated``:
@@ -56,6 +57,7 @@ from citemark._formats._common import (
     retrieved_row,
 )
 from citemark._formats._records import json_records
+from citemark._formats._tree import has_cycle
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -145,7 +147,9 @@ def _trace(where: int, value: object, options: ReadOptions) -> Recorded:
         "sources": [],
     }
     lost_parent = any(span.parent is not None and span.parent not in ids for span in spans)
-    if not roots or lost_parent or info.get("state") == "IN_PROGRESS":
+    # Two spans under one id, or parent ids in a cycle: the spans are not one tree.
+    tangled = len(ids) < len(spans) or has_cycle({span.span_id: span.parent for span in spans})
+    if not roots or lost_parent or tangled or info.get("state") == "IN_PROGRESS":
         return Recorded(where, row, unassessed="trace_incomplete")
     return _rooted(where, row, roots[0], spans, options)
 

@@ -62,6 +62,11 @@ or a trace whose root span never arrives (``trace_incomplete``, at the end of th
 file or when the buffer below overflows). A trace with neither an LLM answer nor a
 retrieval (index building, embedding batches) is not a row.
 
+A trace whose spans are not one tree is ``trace_incomplete`` too, whatever it holds:
+two different spans under one span id before its root arrives (an exact copy of a
+span, as an exporter's retry sends, is read once), or spans whose parent ids form a
+cycle (`citemark._formats._tree.has_cycle`). Its row keeps the root's question.
+
 A span whose ``endTimeUnixNano`` (uint64) or ``droppedAttributesCount`` (uint32) is
 a number outside its range (``-1``, a decimal string of thousands of digits), or
 whose ``intValue`` attribute is outside int64, is a malformed row that names the
@@ -89,6 +94,7 @@ from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 from citemark._formats._base import ReadOptions, Recorded
 from citemark._formats._common import INT64, UINT64, bounded_int
 from citemark._formats._records import JsonRecord, first_byte, json_records, peek
+from citemark._formats._tree import has_cycle
 from citemark._strictjson import StrictJSONError, loads_strict
 
 if TYPE_CHECKING:
@@ -617,6 +623,8 @@ def _iso_nanos(value: object) -> int:
 class _Trace:
     def __init__(self) -> None:
         self.spans: dict[str, Span] = {}
+        self.conflicting = False
+        """Whether two different spans came with one span id (an exact copy is not)."""
 
 
 class _TraceReader:
@@ -650,12 +658,19 @@ class _TraceReader:
             while len(self._open) >= MAX_OPEN_TRACES:
                 yield from self._incomplete_oldest()
             trace = self._open[span.trace_id] = _Trace()
-        if span.span_id not in trace.spans:
+        held = trace.spans.get(span.span_id)
+        if held is None:
             trace.spans[span.span_id] = span
             self._held += 1
+        elif held != span:
+            trace.conflicting = True
         if span.parent_id is None:
             self._close(span.trace_id)
-            row = assess_trace(span.trace_id, span, trace.spans, self._options)
+            row = (
+                _tangled(span.trace_id, span)
+                if trace.conflicting
+                else assess_trace(span.trace_id, span, trace.spans, self._options)
+            )
             if row is not None:
                 yield self._emit(row)
             return
@@ -717,7 +732,13 @@ class _Answer(NamedTuple):
 def assess_trace(
     trace_id: str, root: Span, spans: Mapping[str, Span], options: ReadOptions
 ) -> TraceRow | Bad | None:
-    """The row of a complete trace, or None when the trace is not a RAG run at all."""
+    """The row of a complete trace, or None when the trace is not a RAG run at all.
+
+    Spans whose parent ids form a cycle make it ``trace_incomplete``: they are below
+    no root, so which call or retrieval they belong to is not known.
+    """
+    if has_cycle({span.span_id: span.parent_id for span in spans.values()}):
+        return _tangled(trace_id, root)
     question = _question(root)
     call = _answering_call(spans)
     answer = _Answer(None) if call is None else _answer_of(call)
@@ -747,6 +768,11 @@ def assess_trace(
         row["index_base"] = evidence.base
         return TraceRow(row, from_prompt=True)
     return TraceRow(row)
+
+
+def _tangled(trace_id: str, root: Span) -> TraceRow:
+    """The row of a trace whose spans are not one tree: its question, ``trace_incomplete``."""
+    return TraceRow(bare_row(trace_id, _question(root), ""), "trace_incomplete")
 
 
 def bare_row(trace_id: str, question: str, answer: str | dict[str, object]) -> dict[str, object]:
