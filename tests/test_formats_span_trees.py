@@ -130,6 +130,27 @@ class TestOtlpSpanTrees:
         model["parentSpanId"] = model["spanId"]
         assert [("trace_incomplete", QUESTION), (None, SECOND_QUESTION)] == rows(request)
 
+    def test_sdk_json_spans_are_held_to_one_tree_too(self, two_chain_runs):
+        """ConsoleSpanExporter's objects (``parent_id``, ``0x`` ids): a cycle, then a shared id."""
+        tracing, _ = two_chain_runs
+        spans = [json.loads(span.to_json()) for span in tracing.spans()]
+        first = [s for s in spans if s["context"]["trace_id"] == spans[0]["context"]["trace_id"]]
+        named = {s["name"]: s for s in first}
+        retriever, parallel = (
+            named["VectorStoreRetriever"],
+            named["RunnableParallel<context,question>"],
+        )
+
+        def read_sdk() -> list[str | None]:
+            return [r.unassessed for r in read_text("".join(json.dumps(s) + "\n" for s in spans))]
+
+        assert [None, None] == read_sdk()
+        parallel["parent_id"] = retriever["context"]["span_id"]
+        assert ["trace_incomplete", None] == read_sdk()
+        parallel["parent_id"] = named["rag_chain"]["context"]["span_id"]
+        named["RunnablePassthrough"]["context"]["span_id"] = retriever["context"]["span_id"]
+        assert ["trace_incomplete", None] == read_sdk()
+
     def test_check_reports_the_row_with_its_reason(self, two_chain_runs, tmp_path: Path):
         """Through citemark check: the tangled trace is an un-assessed row that says why."""
         tracing, _ = two_chain_runs
