@@ -704,7 +704,9 @@ class TestJUnitFormat:
         }
         assert cases["ok"].find("skipped") is None
         assert {"citations": "cited", "judge": "not_asked"} == facts["ok"]
-        assert {"citations": "cites_nothing", "judge": "not_asked"} == facts["line 3: What is the fee?"]
+        assert {"citations": "cites_nothing", "judge": "not_asked"} == facts[
+            "line 3: What is the fee?"
+        ]
         assert "violation" == facts[hostile]["citations"]
         assert cases["line 4"].find("error") is not None
         files = json.loads((out / "report.json").read_text())["check"]["files"]
