@@ -26,8 +26,10 @@ import io
 import re
 from typing import TYPE_CHECKING, Final
 
+from citemark._errors import CitemarkError
 from citemark._formats import sniff
 from citemark._formats._common import JsonTokens
+from citemark._formats._parquet import parquet_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -85,7 +87,9 @@ def _parquet_hint(handle: BinaryIO) -> str:
     except ImportError:
         return f"{generic} (with pyarrow installed)"
     try:
-        names = set(pq.ParquetFile(handle).schema_arrow.names)
+        names = set(parquet_file(pq, handle).schema_arrow.names)
+    except CitemarkError:
+        return f"{generic}, once written again with fewer, larger row groups"
     except Exception:  # noqa: BLE001 - any pyarrow failure means the same thing here
         return generic
     if names >= _PHOENIX_COLUMNS:

@@ -29,7 +29,8 @@ The file is read twice, by row group batches (pyarrow's ``iter_batches``), never
 whole: first only the trace id column, to learn the row of each trace's last span
 (one id per trace is kept), then all the columns the reader uses, and a trace is
 emitted when its last span is read, whatever order its spans are in. pyarrow is an
-optional dependency, imported only when a Parquet file is read.
+optional dependency, imported only when a Parquet file is read. The footer is
+capped before pyarrow parses it (`citemark._formats._parquet.parquet_file`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from citemark._errors import CitemarkError
 from citemark._formats._base import Recorded
+from citemark._formats._parquet import parquet_file
 from citemark._formats.openinference import (
     MAX_OPEN_SPANS,
     Bad,
@@ -85,7 +87,8 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         malformed span row), in the order the traces' last spans appear.
 
     Raises:
-        CitemarkError: pyarrow is not installed.
+        CitemarkError: pyarrow is not installed, or the file's footer is over
+            `citemark._formats._parquet.MAX_FOOTER_BYTES` (very many row groups).
     """
     try:
         import pyarrow.parquet as pq  # noqa: PLC0415 - optional, only for Parquet input
@@ -93,8 +96,10 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         msg = "reading a Phoenix Parquet span table needs pyarrow: pip install pyarrow"
         raise CitemarkError(msg) from None
     try:
-        table = pq.ParquetFile(handle)
+        table = parquet_file(pq, handle)
         names = set(table.schema_arrow.names)
+    except CitemarkError:
+        raise
     except Exception:  # noqa: BLE001 - any pyarrow failure means the same thing here
         yield Recorded(line=1, row=None, malformed="not a readable Parquet file")
         return

@@ -55,6 +55,7 @@ from citemark._formats._common import (
     text_field,
     text_lines,
 )
+from citemark._formats._parquet import parquet_file
 from citemark._formats._records import first_byte, json_records, json_values, peek
 
 if TYPE_CHECKING:
@@ -81,7 +82,8 @@ def read(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         One `Recorded` per sample, in file order; blank JSONL lines are skipped.
 
     Raises:
-        CitemarkError: the file is Parquet and pyarrow is not installed.
+        CitemarkError: the file is Parquet and pyarrow is not installed, or its footer
+            is over `citemark._formats._parquet.MAX_FOOTER_BYTES` (very many row groups).
     """
     head, handle = peek(handle, len(_PARQUET_MAGIC))
     if head == _PARQUET_MAGIC:
@@ -107,7 +109,9 @@ def _parquet(handle: BinaryIO, options: ReadOptions) -> Iterator[Recorded]:
         handle = io.BytesIO(handle.read())
     position = 0
     try:
-        batches = pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS)
+        batches = parquet_file(pq, handle).iter_batches(batch_size=_BATCH_ROWS)
+    except CitemarkError:
+        raise
     except Exception:  # noqa: BLE001 - any pyarrow failure means the same thing here
         batches = None
     while batches is not None:
