@@ -116,3 +116,17 @@ def test_check_prints_one_line_and_publishes_nothing(tmp_path, name):
     )
     assert [line] == done.stderr.splitlines()
     assert not out.exists() or not any(out.iterdir())  # nothing is published
+
+
+def test_the_ray_plan_refuses_the_footer_too(tmp_path, monkeypatch):
+    """``--engine ray`` plans one shard per row group from the same footer: refused first too."""
+    from citemark._scale.engine import plan_parquet
+
+    path = many_groups(tmp_path, "openinference")
+    shards, _ = plan_parquet(path)
+    assert GROUPS == len(shards)
+    monkeypatch.setattr(
+        _parquet, "MAX_FOOTER_BYTES", pq.ParquetFile(path).metadata.serialized_size - 1
+    )
+    with pytest.raises(NoRowsError, match="fewer, larger row groups"):
+        plan_parquet(path)

@@ -304,11 +304,19 @@ def plan_jsonl(
 
 
 def plan_parquet(path: str | os.PathLike[str]) -> tuple[list[Shard], str]:
-    """One shard per row group of a Parquet file; return them and the SHA-256 of its bytes."""
+    """One shard per row group of a Parquet file; return them and the SHA-256 of its bytes.
+
+    Raises:
+        NoRowsError: the file's footer is over
+            `citemark._formats._parquet.MAX_FOOTER_BYTES` (very many row groups).
+    """
     import pyarrow.parquet as pq  # noqa: PLC0415 - optional, only for Parquet input
 
+    from citemark._formats._parquet import parquet_file  # noqa: PLC0415 - as pyarrow above
+
     name = os.fspath(path)
-    metadata = pq.ParquetFile(name).metadata
+    with Path(name).open("rb") as handle:  # the footer capped first (issue 38, item 6)
+        metadata = parquet_file(pq, handle).metadata
     shards: list[Shard] = []
     first = 1
     for group in range(metadata.num_row_groups):
