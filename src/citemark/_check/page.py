@@ -69,7 +69,13 @@ from citemark._check.html import (
 )
 from citemark._check.titles import row_title
 from citemark._reasons import REASONS
-from citemark._reports import counted, headline_text, judge_text, unchecked_scope_text
+from citemark._reports import (
+    CheckSummary,
+    counted,
+    headline_text,
+    judge_text,
+    unchecked_scope_text,
+)
 from citemark._runs import CheckRow
 from citemark._scorer.labels import classify_labelled
 from citemark._scorer.sentences import coverage_words
@@ -83,7 +89,7 @@ if TYPE_CHECKING:
 
     from citemark._check.sinks import CheckedRow, RunFacts, SinkOptions
     from citemark._models import Source
-    from citemark._reports import CheckSummary
+    from citemark._reports import GroupCounts
     from citemark._scorer.findings import ScoreFindings
     from citemark._scorer.result import CitationScore
 
@@ -625,35 +631,26 @@ def _totals(summary: CheckSummary) -> dict[str, dict[str, int]]:
     The filters' totals: the judge era's outcomes when a judge ran, else the
     headline's categories in their places.
     """
-    if summary.judge is not None:
-        totals = {
-            "": {
-                "failed": summary.failed,
-                "unassessed": summary.unassessed,
-                "passed": summary.passed,
+    judged = summary.judge is not None
+
+    def counts(rows: CheckSummary | GroupCounts) -> dict[str, int]:
+        if judged:
+            return {"failed": rows.failed, "unassessed": rows.unassessed, "passed": rows.passed}
+        if isinstance(rows, CheckSummary):
+            head = rows.headline
+            return {
+                "failed": head.violations,
+                "unassessed": head.unchecked,
+                "passed": head.cite_only_given_sources,
             }
+        return {
+            "failed": rows.deterministic_failures,
+            "unassessed": rows.unchecked,
+            "passed": rows.cite_only_given_sources,
         }
-        for name, group in summary.groups.items():
-            totals[name] = {
-                "failed": group.failed,
-                "unassessed": group.unassessed,
-                "passed": group.passed,
-            }
-        return totals
-    headline = summary.headline
-    totals = {
-        "": {
-            "failed": headline.violations,
-            "unassessed": headline.unchecked,
-            "passed": headline.cite_only_given_sources,
-        }
-    }
-    for name, group in summary.groups.items():
-        totals[name] = {
-            "failed": group.deterministic_failures,
-            "unassessed": group.unchecked,
-            "passed": group.cite_only_given_sources,
-        }
+
+    totals = {"": counts(summary)}
+    totals.update((name, counts(group)) for name, group in summary.groups.items())
     return totals
 
 
