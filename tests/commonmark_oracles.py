@@ -18,6 +18,7 @@ tags, comments and other markup are not, by CommonMark's raw-HTML grammar
 
 from __future__ import annotations
 
+import html
 import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -30,6 +31,27 @@ from paka import cmark
 
 SEP = "\x00"
 NS = "{http://commonmark.org/xml/1.0}"
+
+# An entity or numeric character reference as CommonMark reads one (section 2.5).
+_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_MARKER_CHARS = frozenset("[]0123456789,")
+
+
+def _defused(match: re.Match[str]) -> str:
+    return "&#xFFFD;" if html.unescape(match.group()) in _MARKER_CHARS else match.group()
+
+
+def defuse_references(text: str) -> str:
+    """``text`` with each reference to a marker character (a bracket, a digit, a comma)
+    made a reference to U+FFFD.
+
+    A reference is never markup, so the document's structure is unchanged; what a
+    parser then shows as ``[9]`` was written so in the source. ``&#91;9&#93;``
+    *displays* as ``[9]`` but is no marker group (the marker grammar reads the
+    source, see the spec's 3.2); the oracles read through this.
+    """
+    return _REFERENCE.sub(_defused, text)
+
 
 _ATTR = r"(?:[ \t\n]+[A-Za-z_:][A-Za-z0-9_.:-]*(?:[ \t\n]*=[ \t\n]*(?:[^ \t\n\"'=<>`]+|'[^']*'|\"[^\"]*\"))?)"
 RAW_HTML = re.compile(
@@ -67,7 +89,7 @@ def html_block_data(literal: str) -> str:
 
 def cmark_visible(text: str) -> str:
     """cmark 0.31.2's visible text of ``text``."""
-    xml = cmark.to_xml(text, sourcepos=True)
+    xml = cmark.to_xml(defuse_references(text), sourcepos=True)
     root = ET.fromstring(xml.encode())  # noqa: S314 - cmark's own output for our input
     out: list[str] = []
 
@@ -114,7 +136,7 @@ MD_TABLES = MarkdownIt("commonmark").enable("table")
 def markdown_it_visible(text: str, tables: bool = False) -> str:
     """markdown-it-py's visible text of ``text`` (CommonMark mode, optionally GFM tables)."""
     out: list[str] = []
-    for token in (MD_TABLES if tables else MD).parse(text):
+    for token in (MD_TABLES if tables else MD).parse(defuse_references(text)):
         if token.type == "html_block":
             out.append(SEP + html_block_data(token.content) + SEP)
         elif token.type == "inline":
@@ -187,7 +209,9 @@ class _Visible(HTMLParser):
 
 def _gfm_html(text: str, unsafe: bool = True) -> str:
     return cmarkgfm.markdown_to_html_with_extensions(
-        text, options=Options.CMARK_OPT_UNSAFE if unsafe else 0, extensions=["table"]
+        defuse_references(text),
+        options=Options.CMARK_OPT_UNSAFE if unsafe else 0,
+        extensions=["table"],
     )
 
 

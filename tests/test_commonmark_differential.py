@@ -11,7 +11,12 @@ if the reference parser shows ``[n]`` as text outside code (see
 - Hypothesis, over LLM-answer shapes: prose with links (titles on the next line),
   images, autolinks, code spans, raw HTML, reference links and definitions, nested
   inside block quotes (lazy lines too) and list items, with fences, indented code,
-  HTML blocks and GFM tables.
+  HTML blocks and GFM tables. Since issue 37 also: HTML blocks of the seven kinds
+  inside quotes, list items and table documents, raw HTML in table cells, setext
+  headings (underlines that could be thematic breaks or list items), entity and
+  numeric references to brackets and digits, tabs in container leads, definitions
+  far from their use (before it, after it, inside containers) and planted markers
+  used as reference labels (`[n]` with `[n]: /u`: the link text cites).
 
 cmark (0.31.2, the C reference implementation) decides: zero disagreements in both
 directions. markdown-it-py must agree too, except where it departs from cmark
@@ -47,14 +52,18 @@ def cited(text: str) -> set[int]:
 
 
 def disagreements(text: str, planted: list[int], visible: str) -> list[tuple[int, str]]:
-    """Planted markers where citemark and the reference disagree, with the direction."""
-    mine = cited(text)
+    """Planted markers where citemark and the reference disagree, with the direction.
+
+    Occurrences are counted: a number planted once may be written again as a
+    reference label (its use and its definition), and each occurrence must agree.
+    """
+    mine = [o.number for o in parse_markers(text)]
     out = []
     for n in planted:
-        shown = f"[{n}]" in visible
-        if shown and n not in mine:
+        shown = visible.count(f"[{n}]")
+        if shown > mine.count(n):
             out.append((n, "hidden by citemark, visible to a reader"))
-        elif n in mine and not shown:
+        elif mine.count(n) > shown:
             out.append((n, "cited by citemark, not visible to a reader"))
     return out
 
@@ -162,17 +171,24 @@ class Planter:
 
     def __init__(self) -> None:
         self.numbers: list[int] = []
+        self.labels: list[str] = []  # planted numbers also used as reference labels
 
     def __call__(self) -> str:
         self.numbers.append(FIRST + len(self.numbers))
         return f"[{self.numbers[-1]}]"
+
+    def label(self) -> str:
+        """A planted marker that is also a reference label (defined or not, later)."""
+        marker = self()
+        self.labels.append(marker[1:-1])
+        return marker
 
 
 WORDS = st.sampled_from(["the", "fee", "is", "due", "Apache", "x", "e.g.", "5%", "a_b", "*", "-"])
 
 
 @st.composite
-def inline(draw: st.DrawFn, plant: Planter, table: bool = False) -> str:
+def inline(draw: st.DrawFn, plant: Planter, table: bool = False, cell: bool = False) -> str:
     parts = []
     for _ in range(draw(st.integers(1, 7))):
         kind = draw(
@@ -192,7 +208,10 @@ def inline(draw: st.DrawFn, plant: Planter, table: bool = False) -> str:
                     "stray",
                     "raw",
                     "pending",
+                    "entity",
+                    "label",
                     *(["escaped_pipe"] if table else ["html", "autolink", "comment"]),
+                    *(["cell_html", "cell_html"] if cell else []),
                 ]
             )
         )
@@ -256,6 +275,8 @@ def inline(draw: st.DrawFn, plant: Planter, table: bool = False) -> str:
         elif kind == "pending":  # never closed in its block (issue 24, item 1)
             opener = draw(st.sampled_from(["<!-- ", "<? ", "<![CDATA[ "]))
             parts.append(("x" if table else "") + opener + plant())
+        elif kind in {"entity", "label", "cell_html"}:
+            parts.append(draw(issue37_inline(plant, kind)))
         elif kind == "escaped_pipe":  # a code span across an escaped pipe, in a cell
             parts.append(f"`a \\| {plant()}`")
         elif kind == "autolink":
@@ -294,11 +315,96 @@ _PIECEWISE: list[Callable[[Planter], str]] = [
 
 
 @st.composite
+def issue37_inline(draw: st.DrawFn, plant: Planter, kind: str) -> str:
+    """Entities, a marker used as a reference label, raw HTML in a table cell."""
+    if kind == "entity":  # a reference to a bracket or digit is no marker character
+        return draw(st.sampled_from(_ENTITIES))(plant)
+    if kind == "cell_html":  # raw HTML of each kind inside a table cell
+        return draw(st.sampled_from(_CELL_HTML))(plant)
+    form = draw(st.sampled_from(["shortcut", "collapsed", "full", "full_marker"]))
+    marker = plant.label()  # `answers` defines some of these labels, near or far
+    return {
+        "shortcut": marker,
+        "collapsed": f"{marker}[]",
+        "full": f"[a]{marker}",
+        "full_marker": f"{plant()}{marker}",
+    }[form]
+
+
+# References to marker characters: what they display is no marker (the spec's 3.2).
+_ENTITIES: list[Callable[[Planter], str]] = [
+    lambda plant: f"&amp;{plant()}",
+    lambda plant: f"&#91;{plant()[1:]}",
+    lambda plant: f"{plant()[:-1]}&#93;",
+    lambda plant: "&#91;" + plant()[1:-1] + "&#93;",
+    lambda plant: "&#x5B;" + plant()[1:-1] + "&#x5D;",
+    lambda plant: "&#X5b;" + plant()[1:-1] + "&#x5d;",
+    lambda plant: "&lbrack;" + plant()[1:-1] + "&rbrack;",
+    lambda plant: "&lsqb;" + plant()[1:-1] + "&rsqb; " + plant(),
+    lambda plant: f"[&#55;{plant()[2:]}",
+    lambda plant: f"[{plant()[1:-1]}&#44; {plant()[1:]}",
+    lambda plant: f"[{plant()[1:-1]}&#x2c;{plant()[1:]}",
+    lambda plant: f"&#91;{plant()}&#93;",
+    lambda plant: f"&bogus;{plant()} &#91 {plant()}",
+    lambda plant: f"[a](&#91;{plant()[1:]}) `&#91;{plant()[1:]}`",
+]
+
+# Raw HTML of the seven kinds' openers inside a table cell: inline there, never a block.
+_CELL_HTML: list[Callable[[Planter], str]] = [
+    lambda plant: f"<div title='{plant()}'> {plant()}",
+    lambda plant: f"<script>{plant()}</script>",
+    lambda plant: f"<pre>{plant()}",
+    lambda plant: f"<textarea>{plant()}</textarea>",
+    lambda plant: f"<!-- {plant()} -->",
+    lambda plant: f"<!-- {plant()}",
+    lambda plant: f"<?x {plant()} ?>",
+    lambda plant: f"<!X {plant()}>",
+    lambda plant: f"<![CDATA[ {plant()} ]]>",
+    lambda plant: f"</td> {plant()} <td>",
+    lambda plant: f"<x-y/>{plant()}",
+]
+
+
+@st.composite
+def table_html_block(draw: st.DrawFn, plant: Planter) -> str:
+    """An HTML block in a table document: markers only in its markup.
+
+    The table oracle hides an HTML block whole (cmark-gfm's safe mode), so every
+    marker sits where both readings hide it if the block forms; each block ends
+    within itself (types 6 and 7 at a blank line), and a line read as a table row
+    instead shows the marker of an unclosed comment or tag.
+    """
+    return draw(
+        st.sampled_from(
+            [
+                f"<pre title='{plant()}'>\nx\n</pre>",
+                f"<script>\n<!-- {plant()} -->\n</script>",
+                f"<!-- {plant()}\n{plant()}\n-->",
+                f"<? {plant()}\n{plant()} ?>",
+                f"<!DOCTYPE {plant()}\n{plant()}>",
+                f"<![CDATA[ {plant()}\n{plant()} ]]>",
+                f"<div class='{plant()}'>\n<b title='{plant()}'>\n",
+                f"<table title='{plant()}'><tr><td title='{plant()}'>\n",
+                f"<x-y title='{plant()}'>\n",
+                f"</td>\n<!-- {plant()} -->\n",
+            ]
+        )
+    )
+
+
+_UNDERLINES = ["===", "=", "---", "-", "  ---  ", "- - -", "***", "    ---", "- x", "-- -", "==="]
+
+
+@st.composite
 def block(draw: st.DrawFn, plant: Planter, depth: int, tables: bool) -> str:
     # A table document is judged on cmark-gfm's HTML output, where raw HTML cannot be
     # told from rendered HTML: it has tables and no raw HTML; the others the reverse.
-    kinds = ["para", "para", "fence", "indented", "heading", "definition"]
-    kinds += ["table", "table"] if tables else ["html", "html_kind", "html_kind", "closing_tag"]
+    kinds = ["para", "para", "fence", "indented", "heading", "definition", "setext"]
+    kinds += (
+        ["table", "table", "table_html"]
+        if tables
+        else ["html", "html_kind", "html_kind", "closing_tag"]
+    )
     if depth < 3:
         kinds += ["quote", "list", "list"]
     kind = draw(st.sampled_from(kinds))
@@ -318,6 +424,11 @@ def block(draw: st.DrawFn, plant: Planter, depth: int, tables: bool) -> str:
         return f"{draw(st.sampled_from(['#', '##']))} {draw(inline(plant, table=tables))}".replace(
             "\n", " "
         )
+    if kind == "setext":  # underlines that may also be a thematic break or a list item
+        lines = draw(inline(plant, table=tables)).replace("|", "/")
+        return f"{lines}\n{draw(st.sampled_from(_UNDERLINES))}"
+    if kind == "table_html":
+        return draw(table_html_block(plant))
     if kind == "definition":
         label = draw(st.sampled_from(["r1", "r2", "9"]))
         title = draw(st.sampled_from(["", f' "t {plant()}"', f"\n  '{plant()}'"]))
@@ -334,13 +445,15 @@ def block(draw: st.DrawFn, plant: Planter, depth: int, tables: bool) -> str:
         cols = draw(st.integers(1, 3))
         head = (
             "| "
-            + " | ".join(draw(inline(plant, table=True)).replace("\n", " ") for _ in range(cols))
+            + " | ".join(
+                draw(inline(plant, table=True, cell=True)).replace("\n", " ") for _ in range(cols)
+            )
             + " |"
         )
         rows = [
             "| "
             + " | ".join(
-                draw(inline(plant, table=True)).replace("\n", " ")
+                draw(inline(plant, table=True, cell=True)).replace("\n", " ")
                 for _ in range(draw(st.integers(1, cols + 1)))
             )
             + " |"
@@ -355,14 +468,17 @@ def block(draw: st.DrawFn, plant: Planter, depth: int, tables: bool) -> str:
     body = sep.join(inner).split("\n")
     if kind == "quote":
         lazy = draw(st.booleans())
+        lead = draw(st.sampled_from(["> ", "> ", ">\t", ">", " >\t"]))  # tabs in leads too
         return "\n".join(
-            ("" if lazy and i and line and draw(st.booleans()) else "> ") + line
+            ("" if lazy and i and line and draw(st.booleans()) else lead) + line
             for i, line in enumerate(body)
         )
-    marker = draw(st.sampled_from(["- ", "* ", "1. ", "2) "]))
-    indent = draw(st.sampled_from([len(marker), len(marker), 4, 1]))
+    marker = draw(st.sampled_from(["-", "*", "1.", "2)"]))
+    marker += draw(st.sampled_from([" ", " ", " ", "\t", " \t"]))
+    width = len(marker.replace("\t", "")) + 1 if "\t" in marker else len(marker)
+    indent = draw(st.sampled_from([" " * width, " " * width, "    ", " ", "\t", "  \t"]))
     first = [marker + body[0]]
-    return "\n".join(first + [(" " * indent + line) if line else "" for line in body[1:]])
+    return "\n".join(first + [(indent + line) if line else "" for line in body[1:]])
 
 
 @st.composite
@@ -393,6 +509,16 @@ def html_block(draw: st.DrawFn, plant: Planter) -> str:
     return f"{tag}\n{body}\n`{plant()}`"
 
 
+@st.composite
+def far_definition(draw: st.DrawFn, plant: Planter, label: str) -> str:
+    """A definition of ``label`` at the top level or inside a container, a blank line around."""
+    title = draw(st.sampled_from(["", f' "t {plant()}"', f"\n  '{plant()}'"]))
+    definition = f"[{label}]: /u{draw(st.sampled_from(['', plant()]))}{title}"
+    lead = draw(st.sampled_from(["", "", "> ", ">\t", "- ", "1.\t", "> - "]))
+    indent = " " * len(lead.replace("\t", "  ")) if lead[:1] != ">" else lead
+    return "\n" + lead + definition.replace("\n", "\n" + indent) + "\n"
+
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -401,6 +527,16 @@ def answers(draw: st.DrawFn) -> tuple[str, list[int]]:
     plant = Planter()
     tables = draw(st.booleans())
     blocks = draw(st.lists(block(plant, 0, tables), min_size=1, max_size=4))
+    if draw(st.integers(0, 3)) == 0:  # definitions far from their use, before or after
+        filler = [f"Paragraph {i} says {plant()}." for i in range(draw(st.integers(3, 12)))]
+        labels = ["r1", "r2", "9", *plant.labels]
+        far = [draw(far_definition(plant, label)) for label in labels if draw(st.booleans())]
+        before = draw(st.booleans())
+        blocks = [*far, *filler, *blocks] if before else [*blocks, *filler, *far]
+    else:  # a marker used as a label, defined next to the text that uses it
+        blocks += [
+            draw(far_definition(plant, label)) for label in plant.labels if draw(st.booleans())
+        ]
     text = draw(st.sampled_from(["\n", "\n\n"])).join(blocks)
     eol = draw(st.sampled_from(["\n", "\n", "\n", "\r\n", "\r"]))  # CRLF and lone CR too
     if eol != "\n":
