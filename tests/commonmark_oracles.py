@@ -18,6 +18,7 @@ tags, comments and other markup are not, by CommonMark's raw-HTML grammar
 
 from __future__ import annotations
 
+import ctypes
 import html
 import re
 import xml.etree.ElementTree as ET
@@ -25,6 +26,7 @@ from html.parser import HTMLParser
 from urllib.parse import unquote
 
 import cmarkgfm
+import cmarkgfm._cmark
 from cmarkgfm.cmark import Options
 from markdown_it import MarkdownIt
 from paka import cmark
@@ -89,7 +91,11 @@ def html_block_data(literal: str) -> str:
 
 def cmark_visible(text: str) -> str:
     """cmark 0.31.2's visible text of ``text``."""
-    xml = cmark.to_xml(defuse_references(text), sourcepos=True)
+    return _xml_visible(cmark.to_xml(defuse_references(text), sourcepos=True))
+
+
+def _xml_visible(xml: str) -> str:
+    """The visible text of a document in CommonMark's XML form (cmark's or cmark-gfm's)."""
     root = ET.fromstring(xml.encode())  # noqa: S314 - cmark's own output for our input
     out: list[str] = []
 
@@ -245,3 +251,56 @@ def cmark_gfm_markup_free(text: str) -> str:
     parser.feed(_gfm_html(text, unsafe=False).replace("<!-- raw HTML omitted -->", "<hr>"))
     parser.close()
     return "".join(parser.out)
+
+
+# cmark-gfm's XML renderer: `cmarkgfm` binds only its HTML renderer, but its library
+# exports the whole C API, so the AST is read as cmark's is (tables as elements, each
+# raw HTML node as its own element: no HTML parser guesses which markup is raw).
+_GFM = ctypes.CDLL(cmarkgfm._cmark.__file__)
+_LIBC = ctypes.CDLL(None)
+_POINTER = ctypes.c_void_p
+for _name, _result, _arguments in [
+    ("cmark_parser_new", _POINTER, [ctypes.c_int]),
+    ("cmark_find_syntax_extension", _POINTER, [ctypes.c_char_p]),
+    ("cmark_parser_attach_syntax_extension", ctypes.c_int, [_POINTER, _POINTER]),
+    ("cmark_parser_feed", None, [_POINTER, ctypes.c_char_p, ctypes.c_size_t]),
+    ("cmark_parser_finish", _POINTER, [_POINTER]),
+    ("cmark_render_xml", _POINTER, [_POINTER, ctypes.c_int]),
+    ("cmark_node_free", None, [_POINTER]),
+    ("cmark_parser_free", None, [_POINTER]),
+]:
+    getattr(_GFM, _name).restype = _result
+    getattr(_GFM, _name).argtypes = _arguments
+_LIBC.free.argtypes = [_POINTER]
+_GFM.cmark_gfm_core_extensions_ensure_registered()
+
+
+def cmark_gfm_xml(text: str) -> str:
+    """cmark-gfm's AST of ``text`` (table extension on) in CommonMark's XML form."""
+    parser = _GFM.cmark_parser_new(0)
+    try:
+        _GFM.cmark_parser_attach_syntax_extension(
+            parser, _GFM.cmark_find_syntax_extension(b"table")
+        )
+        data = text.encode()
+        _GFM.cmark_parser_feed(parser, data, len(data))
+        document = _GFM.cmark_parser_finish(parser)
+        rendered = _GFM.cmark_render_xml(document, 0)
+        try:
+            return ctypes.string_at(rendered).decode()
+        finally:
+            _LIBC.free(rendered)
+            _GFM.cmark_node_free(document)
+    finally:
+        _GFM.cmark_parser_free(parser)
+
+
+def cmark_gfm_grammar_visible(text: str) -> str:
+    """cmark-gfm's visible text, read from its AST as `cmark_visible` reads cmark's.
+
+    Raw inline HTML is a boundary and an HTML block's content is read by section
+    6.6's grammar, exactly as for cmark: unlike `cmark_gfm_visible` (Python's HTML
+    parser on the rendered HTML) and `cmark_gfm_markup_free` (which hides HTML blocks
+    whole), it judges HTML blocks in table documents.
+    """
+    return _xml_visible(cmark_gfm_xml(defuse_references(text)))
