@@ -1,21 +1,32 @@
 """Fail-fast is exact: the stream raises in the chunk that makes a marker certain.
 
 "Certain" is judged by the reference parsers, not by citemark: a planted marker
-(every number unique and out of range for the nine sources) is certainly a citation
-after a prefix when cmark shows it for the prefix followed by each of a fixed set of
-adversarial continuations (closers for code spans, raw HTML, autolinks, link tails,
-titles and images; a definition after a label; a delimiter row under the last line;
-a later definition of every label the prefix holds, also after closing a fence, a
-comment or another HTML block that may be open), and every planted marker before it
-is certainly hidden. Both directions are asserted over random chunkings: the stream
-never raises before that chunk, and it raises within it, naming that marker.
+(out of range for the nine sources) is certainly a citation after a prefix when cmark
+shows it for the prefix followed by each of a set of adversarial continuations, and
+every planted marker before it is certainly hidden. Both directions are asserted over
+random chunkings: the stream never raises before that chunk, and it raises within it,
+naming that marker.
+
+The continuations are derived here from the grammar, not taken from the stream (this
+module imports nothing from ``citemark._stream``): every lead a next line may have,
+read from the prefix's own lines by a small reader of its own (quote markers with a
+space or a tab, list markers followed by spaces or tabs, indentation; cut after each
+container, list markers kept or blanked, one or two columns more, none), and for every
+opener that may still be open the closers after each such lead: code span runs, raw
+HTML and autolink closers, destinations, titles and brackets, fences, HTML blocks'
+end conditions, setext underlines, delimiter rows and header lines, and a definition
+of every label, closed or still being written.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from itertools import pairwise
+from pathlib import Path
+from typing import Final
 
+import pytest
 from commonmark_oracles import (
     cmark_gfm_markup_free,
     cmark_gfm_visible,
@@ -27,84 +38,178 @@ from hypothesis import strategies as st
 from test_commonmark_differential import answers, old_core_blocks
 
 from citemark import MarkerOutOfRangeError, Source, StreamingResolver
-from citemark._stream import _continuations as stream_continuations
 
 SOURCES = [Source(text=f"source {i}", doc_id=f"d{i}") for i in range(1, 10)]
-_CLOSERS = [
-    *(
-        "",
-        "`",
-        "``",
-        "```",
-        " `",
-        " ``",
-        " ```",
-        ">",
-        '">',
-        "'>",
-        "-->",
-        " -->",
-        "x-->",
-        "?>",
-        "]]>",
-        "x]]>",
-    ),
-    *('"', "'", ")", "))", '")', "')", ">)", "(u)", "](u)", "]](u)", ": /u", "/u"),
-]
-# A delimiter row on a new line; where the prefix already ends a line, right after it.
-_TABLE_ROWS = [
-    "\n" + lead + "|".join(["-"] * cells)
-    for lead in ("", "> ", "  ", "   ")
-    for cells in range(1, 5)
-]
-# A header line and its delimiter row: cmark-gfm then reads no definition above them.
-_TABLE_ROWS += [
-    nl + lead + "| x |\n" + lead + "|---|" for nl in ("", "\n") for lead in ("", "> ", "  ", "    ")
-]
-_BEFORE_DEFINITIONS = ["", "\n```", "\n````", "\n~~~", "\n-->", "\n?>", "\n]]>", "\n>", "\n</pre>"]
 _LABEL = re.compile(r"\[((?:[^\\\[\]]|\\.){1,999})\]")
 _BLANK = re.compile(r"(?>\r\n|\r|\n)[ \t>]*+(?:\r\n|\r|\n)")
 _PLANTED = re.compile(r"\[(7[0-9]{4})\]")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+# One container mark of a line's lead, read on its own (not the implementation's
+# reader): a quote marker with the blank after it, a list marker with its blanks, or
+# blanks (spaces or tabs) alone.
+_LEAD_PART = re.compile(r"[ \t]*>[ \t]?|[ \t]*(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]+|$)|[ \t]+")
+_LIST_MARK = re.compile(r"[-+*]|[0-9]{1,9}[.)]")
+# What closes an inline opener: a code span's run is added per prefix; raw HTML
+# (a tag, a quoted attribute value, a comment, an instruction, a CDATA section, a
+# declaration), an autolink, a link destination (bare, in pointy brackets, nested
+# parentheses) and a title (each quote, parentheses), an image or link's brackets.
+_INLINE = (
+    ">",
+    "/>",
+    '">',
+    "'>",
+    "-->",
+    "?>",
+    "]]>",
+    ")",
+    "))",
+    ")))",
+    '")',
+    "')",
+    ">)",
+    '"))',
+    "'))",
+    '"',
+    "'",
+    ": /u",
+    "/u",
+)
+# What ends a block that may still be open, on a line of its own behind a lead: a
+# fence of each kind, each HTML block kind's end condition, nothing (a line that ends
+# or continues the paragraph), a thematic break or setext underline.
+_BLOCK = (
+    "",
+    "-->",
+    "?>",
+    "]]>",
+    ">",
+    "</pre>",
+    "</script>",
+    "</style>",
+    "</textarea>",
+    "===",
+    "---",
+    "x",
+)
+_FENCE = re.compile(r"`{3,}|~{3,}")
+_BACKSLASH_END = re.compile(r"(?<!\\)(?:\\\\)*\\$")
+_MAX_CELLS: Final = 6
+
+
+def _lead_parts(line: str) -> list[str]:
+    """A line's container marks from its start, each as written (tabs kept)."""
+    parts, pos = [], 0
+    while pos < len(line):
+        m = _LEAD_PART.match(line, pos)
+        if m is None or not m.group():
+            break
+        parts.append(m.group())
+        pos = m.end()
+    return parts
+
+
+def _blanked(part: str) -> str:
+    """A list mark as the item's continuation lines write it: blanks of its width."""
+    return _LIST_MARK.sub(lambda m: " " * len(m.group()), part)
+
+
+def leads(prefix: str) -> set[str]:
+    """Every lead a next line may have, from the leads the prefix's lines have.
+
+    Each line's marks, cut after each one (a container left), each list mark as
+    written (a new item) or as blanks (the item going on), with one or two blanks
+    more (a line indented further), and none at all (a lazy line).
+    """
+    out = {""}
+    for line in _LINE_END.split(prefix)[-12:]:
+        parts = _lead_parts(line)
+        for cut in range(1, len(parts) + 1):
+            kept = parts[:cut]
+            for lead in ("".join(kept), "".join(map(_blanked, kept))):
+                out.update((lead, lead.rstrip(" \t"), lead + " ", lead + "  "))
+    return out
+
+
+def _labels(prefix: str) -> tuple[list[str], str | None]:
+    """The closed labels the prefix holds, and the one still being written, if any."""
+    closed = sorted({m.group(1) for m in _LABEL.finditer(prefix)})
+    open_at = None
+    for m in re.finditer(r"\\.|\[|\]", prefix, re.DOTALL):
+        if m.group() == "[":
+            open_at = m.end()
+        elif m.group() == "]":
+            open_at = None
+    if open_at is None or len(prefix) - open_at > 990 or not prefix[open_at:].strip():
+        return closed, None
+    return closed, prefix[open_at:]
 
 
 def continuations(prefix: str) -> list[tuple[str, bool]]:
-    """The fixed set, with the prefix's labels; each with whether cmark-gfm judges it.
+    """Witnesses from the grammar's openers and every lead; each with whether it is a table one.
+
+    Inline closers (each backtick run up to the longest in the prefix, raw HTML,
+    autolink, destination, title and bracket closers) right after the prefix, after
+    a blank or a letter (a closer a trailing backslash would escape, or one that at a
+    line's start opens a block), and on a new line behind each lead; block closers
+    (each fence the prefix opens, HTML blocks' ends, a blank line, setext underlines)
+    and delimiter rows of one to six cells on a new line behind each lead, or behind
+    the rest of a lead the last line has written in part; a header line and its
+    delimiter row; and a definition of every label, closed or still being written
+    (which ``]`` closes first), after closing any block that may be open.
 
     A definition is written with blanks inside its brackets (the same label once
     normalized), so that where it is only text, in an HTML block that is still open,
-    it does not show a planted marker's own text. The closers are also written on a
-    new line behind the last line's quote markers (an HTML block in a quote ends
-    where the quote does).
+    it does not show a planted marker's own text.
     """
     table = "|---|" in prefix or "\n|-" in prefix
-    out = [(c, table) for c in _CLOSERS] + [(row, True) for row in _TABLE_ROWS]
-    if prefix.endswith(("\n", "\r")):
-        out += [(row[1:], True) for row in _TABLE_ROWS if row.startswith("\n")]
-    lines = re.split(r"\r\n|\r|\n", prefix.rstrip("\r\n"))
-    quotes = re.match(r"[> ]*", lines[-1]).group()
-    if ">" in quotes:
-        begin = quotes if prefix.endswith(("\n", "\r")) else "\n" + quotes
-        out += [(begin + c, table) for c in _CLOSERS if c]
-    if len(lines) > 1 and quotes == lines[-1] and not prefix.endswith(("\n", "\r")):
-        # A lead written in part ("\n>" under "> > "): the closers after its rest.
-        lead = re.match(r"[> ]*", lines[-2]).group()
-        if lead.startswith(quotes):
-            out += [(lead[len(quotes) :] + c, table) for c in _CLOSERS if c]
-    # And the stream's own witnesses, judged by cmark: where the fixed set lacks one
-    # the stream has (a closer behind a quote and list lead, say), the stream waiting
-    # for it is right, and cmark says so.
-    planted = _PLANTED.search(prefix)
-    if planted is not None:
-        for suffix, defined in stream_continuations(prefix, planted.start()):
-            if not defined:
-                out.append((suffix, table or "|-" in suffix))
-    labels = sorted({m.group(1) for m in _LABEL.finditer(prefix)})
-    for before in _BEFORE_DEFINITIONS:
+    runs = [len(m.group()) for m in re.finditer(r"`+", prefix)]
+    ticks = ["`" * n for n in range(1, min(max(runs, default=0), 12) + 1)]
+    brackets = min(prefix.count("[") + 1, 5)
+    inline = [*ticks, *_INLINE, *("]" * d + "(u)" for d in range(brackets + 1))]
+    inline += ["]" * d + "[]" for d in range(1, brackets + 1)]
+    fences = sorted({m.group() for m in _FENCE.finditer(prefix)} | {"```", "~~~"})
+    block = [*_BLOCK, *fences]
+    pipes = max((line.count("|") for line in _LINE_END.split(prefix)), default=0)
+    rows = []
+    for cells in range(1, min(pipes + 2, _MAX_CELLS) + 1):
+        inner = "|".join(["-"] * cells)
+        rows += [inner, f"|{inner}|"] if cells > 1 else ["|-", "-|"]
+    nexts = sorted(leads(prefix))
+    ends_line = prefix.endswith(("\n", "\r"))
+    last = _LINE_END.split(prefix)[-1]
+    # Where a new line's lead starts: a line end, or (the last line being a lead
+    # written in part, or still empty) right here with the rest of each lead.
+    starts = [("\n" + lead, lead) for lead in nexts]
+    if ends_line or not last.strip(" \t>"):
+        starts += [(lead[len(last) :], lead) for lead in nexts if lead.startswith(last)]
+    out: list[tuple[str, bool]] = []
+    for gap in ("", " ", "x", *("\n" + lead for lead in nexts)):
+        out += [(gap + c, table) for c in inline]
+    for start, lead in dict.fromkeys(starts):
+        out += [(start + c, table) for c in block]
+        out += [(start + row, True) for row in rows]
+        out.append((f"{start}| x |\n{lead}|---|", True))
+    # A span or tag closed, and then its line a table's header.
+    own = {lead for lead in nexts if last.startswith(lead.rstrip(" \t"))}
+    # Its cells are those of the last line, give or take one (an escaped pipe, a
+    # lazy line's indentation read as one more).
+    bars = last.count("|")
+    near = ["|".join(["-"] * cells) for cells in range(max(bars - 1, 2), bars + 3)]
+    for closer in (*ticks, ">", '">', "'>", "-->", "?>", "]]>", ")"):
+        out += [(f"{closer}\n{lead}{row}", True) for lead in own for row in ("|-", *near)]
+    closed, still_open = _labels(prefix)
+    labels = list(closed)
+    shut = ""
+    if still_open is not None:
+        shut = "x]" if _BACKSLASH_END.search(still_open) else "]"
+        labels.append(still_open + shut[:-1])
+    befores = ["", *("\n" + c for c in block if c not in {"", "===", "---", "x"})]
+    for before in befores:
         for label in labels:
-            out.append((f"{before}\n\n[ {label} ]: /u", table))
+            out.append((f"{shut}{before}\n\n[ {label} ]: /u", table))
         if len(labels) > 1:
-            out.append((before + "\n\n" + "".join(f"[ {x} ]: /u\n" for x in labels), table))
-    return out
+            out.append((shut + before + "\n\n" + "".join(f"[ {x} ]: /u\n" for x in labels), table))
+    return list(dict.fromkeys(out))
 
 
 class Unjudged(Exception):  # noqa: N818 - a signal, not an error
@@ -113,7 +218,7 @@ class Unjudged(Exception):  # noqa: N818 - a signal, not an error
 
 def certain_marker(prefix: str) -> int | None:
     """The planted marker that is certainly the first visible one after ``prefix``, if any."""
-    planted = [int(m.group(1)) for m in _PLANTED.finditer(prefix)]
+    planted = list(dict.fromkeys(int(m.group(1)) for m in _PLANTED.finditer(prefix)))
     if not planted:
         return None
     witnesses = continuations(prefix)
@@ -137,33 +242,58 @@ def certain_marker(prefix: str) -> int | None:
     # Python's parser can also show a group that cmark-gfm reads as raw HTML (it ends
     # "<?" at the first ">"): where cmark-gfm's view without raw HTML hides a group
     # that the parser shows, that witness does not judge it.
-    views = []
-    for suffix, table in witnesses:
-        text = prefix + suffix
-        if table and makes_table(text):
-            own = cmark_visible(text) if judged_alone else ""
-            views.append((cmark_gfm_visible(text), cmark_gfm_markup_free(text), own))
-        else:
-            views.append((cmark_visible(text), None, ""))
+    # Each view is read when a marker first needs it (cmark's first, the slower
+    # table ones after), and a marker stops at the first witness that unsettles it.
+    witnesses.sort(key=lambda witness: witness[1])
+    tables: dict[int, bool] = {}
+    read: dict[tuple[int, str], str] = {}
+    oracles = {"cmark": cmark_visible, "gfm": cmark_gfm_visible, "free": cmark_gfm_markup_free}
+
+    def tabled_at(index: int) -> bool:
+        if index not in tables:
+            suffix, table = witnesses[index]
+            tables[index] = table and makes_table(prefix + suffix)
+        return tables[index]
+
+    def seen(index: int, oracle: str) -> str:
+        if (index, oracle) not in read:
+            read[index, oracle] = oracles[oracle](prefix + witnesses[index][0])
+        return read[index, oracle]
+
     gfm, plain = cmark_gfm_visible(prefix), cmark_visible(prefix)
     for number in planted:
         mark = f"[{number}]"
-        trusted = tabled or (mark in gfm) == (mark in plain)
-        earlier = prefix.index(mark) < floor
+        count = prefix.count(mark)
+
+        def shows(view: str, mark: str = mark, count: int = count) -> bool:
+            # A number written more than once (a marker used as a reference label
+            # too): a view that shows some of its occurrences only says not which.
+            found = view.count(mark)
+            if 0 < found < count:
+                raise Unjudged
+            return found > 0
+
+        trusted = tabled or gfm.count(mark) == plain.count(mark)
+        places = [m.start() for m in re.finditer(re.escape(mark), prefix)]
+        earlier = places[0] < floor
+        if earlier != (places[-1] < floor):
+            raise Unjudged
         states = set()
-        for view, free, own in views:
-            if free is None:
-                states.add(mark in view)
+        for index in range(len(witnesses)):
+            if not tabled_at(index):
+                states.add(shows(seen(index, "cmark")))
             elif earlier:
-                states.add(mark in own)
-            elif trusted and (mark in free or mark not in view):
-                states.add(mark in free)
+                states.add(judged_alone and shows(seen(index, "cmark")))
+            elif trusted:
+                shown = shows(seen(index, "free"))
+                if shown or not shows(seen(index, "gfm")):
+                    states.add(shown)
+            if len(states) > 1:
+                return None  # not settled: nothing after it may be named yet
         if not states:
             raise Unjudged  # every witness makes a table, and that parser misreads it
         if states == {True}:
             return number
-        if states != {False}:
-            return None  # not settled: nothing after it may be named yet
     return None
 
 
@@ -252,3 +382,37 @@ class TestCertaintyIsExact:
                 expected_at, expected_marker = index, marker
                 break
         assert (expected_at, expected_marker) == fed(chunks)
+
+
+class TestWitnessesAreTheGrammars:
+    """The oracle's continuations do not share the stream's construction (issue 37)."""
+
+    def test_the_oracle_does_not_import_the_stream(self):
+        """No witness comes from the implementation under test."""
+        tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        assert not {name for name in imported if name and name.startswith("citemark._")}
+
+    @pytest.mark.parametrize(
+        ("prefix", "settles"),
+        [
+            # A label still being written after "![...]": "]" and its definition make
+            # an image, whose text is no citation.
+            ("See ![a [70006]][b", "]\n\n[ b ]: /u"),
+            # A tab in a quote's lead: the comment in the list item ends behind
+            # ">\t  ", the lead the marker's own line has.
+            (">\t+ <!--\n>\t  [70006]\n>\t", "  -->"),
+            (">\t+ <!--\n>\t  [70006]", "\n>\t  -->"),
+        ],
+    )
+    def test_blind_spots_of_the_old_witnesses_are_seen(self, prefix, settles):
+        """Issue 37's cases 3 and 4: the old witnesses (the stream's own) called these certain."""
+        assert "[70006]" not in cmark_visible(prefix + settles)
+        assert any(suffix == settles for suffix, _ in continuations(prefix))
+        assert certain_marker(prefix) is None
