@@ -261,3 +261,55 @@ class TestStreamEscapes:
         with pytest.raises(MarkerOutOfRangeError):
             for char in text:
                 stream.feed(char)
+
+
+# --- streaming cases 3 and 4 of the issue -----------------------------------------------
+
+# Fed in the chunks shown, the stream raised for [6], which resolve hides: a label still
+# being written after "![...]" had no definition tried, and a lead was matched with
+# spaces only (a tab in it, blanks past a list item's indentation before ">", a ">"
+# right before a list marker), so no HTML closer was tried on a line that continues
+# the block.
+STREAM_LEADS_AND_LABELS = [
+    ["See ![a [6]][b", "]\n\n[b]: https://example.com/i.png\n\nAnd [1]."],  # issue, case 3
+    list("See ![a [6]][b]\n\n[b]: https://example.com/i.png\n\nAnd [1]."),  # "[" still blank
+    ["See ![a [6]][b\\", "\\]\n\n[b\\\\]: /u\n\nAnd [1]."],  # the label ends escaping
+    list(">\t+ <!--\n>\t  [6]\n>\t  -->\n\nSee [1]."),  # issue, case 4: a tab in the lead
+    list(">>  <![CDATA[ [6]\n>\t>]]>\n\nSee [1]."),  # a tab before the inner ">"
+    list("- > <!DOCTYPE html [6]\n    > x>\n\nSee [1]."),  # the hunt at seed 900
+    list(">- <!X [6]\n>    x>\n\nSee [1]."),  # ">" right before a list marker
+]
+
+
+class TestStreamLeadsAndLabels:
+    @pytest.mark.parametrize("pieces", STREAM_LEADS_AND_LABELS, ids=range(7))
+    def test_issue_chunks(self, pieces):
+        """Fed as shown, the text raises nothing and finishes exactly as resolve."""
+        text = "".join(pieces)
+        assert [1] == [c.marker for c in resolve(text, SOURCES).citations]
+        assert resolve(text, SOURCES) == _feed(pieces).finish()
+
+    @pytest.mark.parametrize("pieces", STREAM_LEADS_AND_LABELS, ids=range(7))
+    def test_every_split_in_two(self, pieces):
+        """Cut anywhere in two, the text raises nothing either."""
+        text = "".join(pieces)
+        for cut in range(len(text) + 1):
+            assert [1] == [c.marker for c in _feed([text[:cut], text[cut:]]).finish().citations]
+
+    @pytest.mark.parametrize(
+        ("text", "at"),
+        [
+            ("See [6].\n\nAnd ![a][b and more", len("See [6]")),
+            (">\t+ <!-- -->\n>\t  [6]\n\nMore.", len(">\t+ <!-- -->\n>\t  [6]\n")),
+            ("- > <!DOCTYPE html>\n    > [6]\n\nMore.", len("- > <!DOCTYPE html>\n    > [6]\n")),
+        ],
+    )
+    def test_a_visible_marker_still_raises_before_the_end(self, text, at):
+        """Where nothing can hide [6] any more, the stream raises as soon as before."""
+        with pytest.raises(MarkerOutOfRangeError):
+            resolve(text, SOURCES)
+        stream = StreamingResolver(SOURCES)
+        for char in text[: at - 1]:
+            stream.feed(char)
+        with pytest.raises(MarkerOutOfRangeError):
+            stream.feed(text[at - 1])

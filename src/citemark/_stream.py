@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from citemark._errors import MarkerOutOfRangeError, NoSourcesError
 from citemark._markers import marker_number, masked_spans
 from citemark._md_blocks import block_spans, row_cells
-from citemark._md_inline import normalize_label
+from citemark._md_inline import MAX_LABEL_BYTES, normalize_label
 from citemark._resolve import resolve
 from citemark._syntax import DEFAULT_INDEX_BASE, GROUP_PATTERN, check_index_base
 
@@ -207,6 +207,8 @@ _BACKTICK_RUN = re.compile(r"`++")
 # A bracket pair that can be a link label, and a line's container prefix.
 _LABEL = re.compile(r"\[(?:[^\\\[\]]|\\.){1,1000}\]", re.DOTALL)
 _LINE_PREFIX = re.compile(r"(?:[ \t>]|(?:[-+*]|[0-9]{1,9}[.)])[ \t])*+")
+# A "[" (not escaped) whose label runs to the end of the text, unclosed.
+_OPEN_LABEL = re.compile(r"(?<!\\)(?:\\\\)*+\[((?:[^\\\[\]]|\\.)*+\\?)\Z", re.DOTALL)
 # Text that ends what can be open at the end of a text and hold a group: raw HTML
 # (a tag, also after a letter where ">" would start a quote; a quoted attribute; a
 # comment, also after a letter where its text ends in "-"; a processing instruction,
@@ -234,10 +236,12 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     definitions above it into text), raw HTML and title closers (also on a new line
     behind the last line's quote markers and list indentation, and after a letter
     where at a line's start they would open a block), and a definition of each label
-    (alone, and all at once) for
-    reference links. Each closer is also tried with a delimiter row after it (a span
-    closed, and then its line a header), and, when the text ends in a backslash that
-    would escape it, after one more character. A backtick run counts also without an
+    (alone, and all at once) for reference links, and of a label still being written
+    at the end, closed by ``]``. A lead begun on the last line is matched by columns
+    (a tab read to its tab stop, blanks before a ``>`` taken as its indentation).
+    Each closer is also tried with a delimiter row after it (a span closed, and then
+    its line a header), and, when the text ends in a backslash that would escape it,
+    after one more character. A backtick run counts also without an
     escaped first backtick, and an escaped ``)`` or ``]`` closes nothing. Each is a
     witness: a group that one of them shows and another hides is not settled.
     """
@@ -300,10 +304,11 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
         # may follow the rest of any line's lead (a blank line in a quote in a list
         # item may be indented as the item's text is, or further), and the header
         # line may go on from there, as it is or with the rest of the lead.
-        rests = {q[len(tail) :] for q in (lead, *leads) if q.startswith(tail)} - {"", begin}
+        found = {q: _lead_rest(tail, q) for q in sorted({lead, *leads})}
+        rests = {rest for rest in found.values() if rest is not None} - {"", begin}
         out.extend((rest + closer, frozenset()) for rest in sorted(rests) for closer in _CLOSERS)
-        for q in sorted({lead, *leads}):
-            rests = {"", q[len(tail) :] if q.startswith(tail) else ""}
+        for q, rest in found.items():
+            rests = {"", rest or ""}
             out.extend((f"{rest}| x |\n{q}|---|", frozenset()) for rest in sorted(rests))
     if _ends_escaping(text):
         # The text ends in a backslash that escapes whatever comes next: each suffix
@@ -314,6 +319,30 @@ def _continuations(text: str, start: int) -> list[tuple[str, frozenset[str]]]:
     out.extend(("", frozenset({label})) for label in sorted(labels))
     if len(labels) > 1:
         out.append(("", frozenset(labels)))
+    out.extend(_open_label(text, floor, labels))
+    return out
+
+
+def _open_label(text: str, floor: int, labels: set[str]) -> list[tuple[str, frozenset[str]]]:
+    """A label still being written at the end of ``text``, closed and defined below.
+
+    ``[b`` after ``![a [6]]`` is a full reference once ``]`` and a definition of
+    ``b`` follow: the suffix closes it (after a character, where the text ends in an
+    escaping backslash or the label is still blank) and the label is read as
+    defined, alone and with ``labels``.
+    """
+    m = _OPEN_LABEL.search(text, max(floor, len(text) - MAX_LABEL_BYTES - 8))
+    if m is None:
+        return []
+    blank = not m.group(1).strip(" \t\r\n")
+    close = "x]" if blank or _ends_escaping(text) else "]"
+    written = "[" + m.group(1) + close
+    label = normalize_label(written)
+    if not label or len(written[1:-1].encode()) > MAX_LABEL_BYTES:
+        return []
+    out = [(close, frozenset({label}))]
+    if labels - {label}:
+        out.append((close, frozenset({label, *labels})))
     return out
 
 
@@ -339,7 +368,9 @@ def _last_line_lead(text: str) -> tuple[str, int]:
     """What continues the last line's containers on a new line, and where its text starts.
 
     The lead keeps the line's ``>`` markers and turns a list marker into spaces of its
-    width, so a line after it stays in the same quote or list item.
+    width, so a line after it stays in the same quote or list item. A ``>`` right
+    before a list marker (``>-``) gets a blank after it: on a later line the blank
+    after ``>`` is the quote's own, and the item's indentation counts after it.
     """
     cut = _line_start(text, len(text))
     if cut == len(text):
@@ -347,8 +378,14 @@ def _last_line_lead(text: str) -> tuple[str, int]:
     prefix = _LINE_PREFIX.match(text, cut)
     at = prefix.end() if prefix is not None else cut
     lead = ""
-    for c in text[cut:at]:  # a tab goes to the next tab stop, as cmark reads it
+    tight: list[int] = []  # where in the lead a ">" is followed by a list marker
+    for i in range(cut, at):  # a tab goes to the next tab stop, as cmark reads it
+        c = text[i]
+        if c == ">" and i + 1 < at and text[i + 1] not in " \t>":
+            tight.append(len(lead) + 1)
         lead += " " * (4 - len(lead) % 4) if c == "\t" else c if c == ">" else " "
+    for end in reversed(tight):
+        lead = lead[:end] + " " + lead[end:]
     return lead, at
 
 
@@ -364,12 +401,41 @@ def _new_line(text: str, cut: int) -> tuple[str, str]:
     tail = text[cut:]
     if cut and _LINE_PREFIX.fullmatch(tail):
         lead = _last_line_lead(_through_last_content(text[:cut]))[0]
-        if lead.startswith(tail):  # a lead written in part ("> > " after ">"): its rest
-            return lead[len(tail) :], lead
-        if not tail.strip(" \t"):
-            return lead, lead
+        rest = _lead_rest(tail, lead)  # a lead written in part ("> > " after ">"): its rest
+        if rest is not None:
+            return rest, lead
     lead = _last_line_lead(text)[0]
     return "\n" + lead, lead
+
+
+def _columns(prefix: str) -> str:
+    """A line's ``prefix`` with each tab written as the blanks to its tab stop (as cmark)."""
+    out = ""
+    for c in prefix:
+        out += " " * (4 - len(out) % 4) if c == "\t" else c
+    return out
+
+
+def _lead_rest(tail: str, lead: str) -> str | None:
+    """What to write after ``tail``, a line's start, so the line has ``lead``'s containers.
+
+    ``lead`` is written in ``>`` and blanks (`_last_line_lead`); ``tail`` may hold tabs,
+    read to their tab stops. Where the tail is not the start of the lead column for
+    column, its ``>`` markers are matched in order and the blanks after its last one
+    taken as indentation: up to three columns more before the lead's next ``>`` still
+    continue that quote (so they are dropped), and past its last one they are the
+    line's text. None where the tail writes a list marker or more ``>`` than the lead.
+    """
+    written = _columns(tail)
+    if lead.startswith(written):
+        return lead[len(written) :]
+    markers = written.count(">")
+    if written.strip(" >") or markers > lead.count(">"):
+        return None
+    rest = ">".join(lead.split(">")[markers:])
+    blanks = len(written) - len(written.rstrip(" "))
+    indent = len(rest) - len(rest.lstrip(" "))
+    return rest[blanks:] if blanks <= indent else rest[indent:]
 
 
 def _through_last_content(text: str) -> str:
