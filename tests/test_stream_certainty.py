@@ -49,10 +49,10 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 # blanks (spaces or tabs) alone.
 _LEAD_PART = re.compile(r"[ \t]*>[ \t]?|[ \t]*(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]+|$)|[ \t]+")
 _LIST_MARK = re.compile(r"[-+*]|[0-9]{1,9}[.)]")
-# What closes an inline opener: a code span's run is added per prefix; raw HTML
-# (a tag, a quoted attribute value, a comment, an instruction, a CDATA section, a
-# declaration), an autolink, a link destination (bare, in pointy brackets, nested
-# parentheses) and a title (each quote, parentheses), an image or link's brackets.
+# What closes an inline opener: raw HTML (a tag, a quoted attribute value, a
+# comment, an instruction, a CDATA section, a declaration), an autolink, a title's
+# quote, a definition's rest. A code span's runs, the brackets of an image or link
+# and the parentheses of a destination or title are added per prefix.
 _INLINE = (
     ">",
     "/>",
@@ -61,14 +61,6 @@ _INLINE = (
     "-->",
     "?>",
     "]]>",
-    ")",
-    "))",
-    ")))",
-    '")',
-    "')",
-    ">)",
-    '"))',
-    "'))",
     '"',
     "'",
     ": /u",
@@ -94,6 +86,7 @@ _BLOCK = (
 _FENCE = re.compile(r"`{3,}|~{3,}")
 _BACKSLASH_END = re.compile(r"(?<!\\)(?:\\\\)*\\$")
 _MAX_CELLS: Final = 6
+_ROW_BEGUN = re.compile(r"[ \t>]*[|:-][|:\- \t]*")
 
 
 def _lead_parts(line: str) -> list[str]:
@@ -167,6 +160,9 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
     brackets = min(prefix.count("[") + 1, 5)
     inline = [*ticks, *_INLINE, *("]" * d + "(u)" for d in range(brackets + 1))]
     inline += ["]" * d + "[]" for d in range(1, brackets + 1)]
+    # A destination or title closed, as deep as the parentheses the prefix opens.
+    parens = min(prefix.count("(") + 1, 6)
+    inline += [quote + ")" * d for quote in ("", '"', "'", ">") for d in range(1, parens + 1)]
     fences = sorted({m.group() for m in _FENCE.finditer(prefix)} | {"```", "~~~"})
     block = [*_BLOCK, *fences]
     pipes = max((line.count("|") for line in _LINE_END.split(prefix)), default=0)
@@ -183,6 +179,9 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
     if ends_line or not last.strip(" \t>"):
         starts += [(lead[len(last) :], lead) for lead in nexts if lead.startswith(last)]
     out: list[tuple[str, bool]] = []
+    if _ROW_BEGUN.fullmatch(last):
+        # A delimiter row written in part: its rest, one cell more or less.
+        out += [(rest, True) for rest in ("-", "|", "-|", "|-|", *rows, *("|" + r for r in rows))]
     for gap in ("", " ", "x", *("\n" + lead for lead in nexts)):
         out += [(gap + c, table) for c in inline]
     for start, lead in dict.fromkeys(starts):
