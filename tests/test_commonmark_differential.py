@@ -637,7 +637,8 @@ class TestLLMAnswerShapes:
 
 _LAST_LINE_QUOTE = re.compile(r"(?:^|\n)[ \t>]*>[ \t]*$")
 _ITEM_DEFINITION = re.compile(r"(?m)^[ >]*(?:[-*+]|[0-9]+[.)])[ \t]+\[[^\]\n]*\]:")
-_BLANK_ITEM = re.compile(r"(?m)^[ >]*(?:[-*+]|[0-9]+[.)])[ \t]*\n[ \t]+\n")
+# An empty item, then a line whitespace-only after its quote markers (`> \t`).
+_BLANK_ITEM = re.compile(r"(?m)^[ >\t]*(?:[-*+]|[0-9]+[.)])[ \t]*\n(?: {0,3}> ?)*+[ \t]+\n")
 
 
 def cmark_gfm_quirk(text: str) -> bool:
@@ -652,10 +653,11 @@ def cmark_gfm_quirk(text: str) -> bool:
 
 
 _UNCLOSED_COMMENT_THEN_BANG = re.compile(r"<!--(?:(?!-->)[\s\S])*?<!")
-_PIPE_ROW = re.compile(r"(?m)^[ >]*\|[ \t]*$")
+_PIPE_ROW = re.compile(r"(?m)^[ >\t]*\|[ \t]*$")
 _PIECEWISE_END = re.compile(r"\?\?>|\]\]\]>")
 _LAZY_TAG = re.compile(
-    r"(?:^|[\r\n]) {0,3}(?:>|[-+*][ \t]|[0-9]{1,9}[.)][ \t])[^\r\n]*(?:\r\n?|\n) {0,3}<[A-Za-z/]"
+    r"(?:^|[\r\n]) {0,3}(?:>|[-+*][ \t]|[0-9]{1,9}[.)][ \t])[^\r\n]*"
+    r"(?:(?:\r\n?|\n)[ \t]*[^ \t\r\n][^\r\n]*)*?(?:\r\n?|\n) {0,3}<[A-Za-z/]"
 )
 _SEARCH_TAG = re.compile(
     r"(?:^|[\r\n])[ \t>]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*</?search(?:[ \t/>\r\n]|$)",
@@ -678,8 +680,9 @@ def cmark_gfm_old_core(text: str) -> bool:
 def old_core_blocks(text: str) -> bool:
     """Where cmark-gfm's older core divides ``text`` into blocks unlike 0.31.2.
 
-    - A tag line after a quote or list item line, outside it: 0.29 starts an HTML
-      block there, which 0.31.2 does not (the line is lazy paragraph text).
+    - A tag line after a quote or list item line (or the lines that go on from
+      one), outside it: 0.29 starts an HTML block there, which 0.31.2 does not (the
+      line is lazy paragraph text: ``- a\n  b\n<span>``).
     - A line starting with ``<search``: a type 6 HTML block in 0.31.2, which can
       interrupt a paragraph; 0.29 does not know the tag (type 7, which cannot).
     """
@@ -691,7 +694,7 @@ _TAG_LINE = re.compile(r"\n {0,3}<")
 # A line after a definition that markdown-it may read in another block than cmark:
 # one starting with "[", " ", "-", "=" or ">", or an ordered list item.
 _LINE_AFTER_DEFINITION = re.compile(r"\n(?:[\[ \-=>]|\d{1,9}[.)])")
-_ITEM_TAB = re.compile(r"(?m)^[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]*\t")
+_ITEM_TAB = re.compile(r"(?m)^(?:[ \t>]|[-+*] |\d{1,9}[.)] )*(?:[-+*]|\d{1,9}[.)])[ \t]*\t")
 _CONTAINER_MARKER = re.compile(r">|[-+*][ \t]|\d{1,9}[.)][ \t]")
 _CONTAINER_LEAD = re.compile(rf"^(?:[ \t]|{_CONTAINER_MARKER.pattern})*", re.MULTILINE)
 _PIPELESS_HEADER = re.compile(r"(?m)^[^|\n]*\n[ >\t]*(?=[^\n]*\|)\|?[ \t]*:?-[-: \t|]*$")
