@@ -169,7 +169,7 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
     rows = []
     for cells in range(1, min(pipes + 2, _MAX_CELLS) + 1):
         inner = "|".join(["-"] * cells)
-        rows += [inner, f"|{inner}|"] if cells > 1 else ["|-", "-|"]
+        rows += [inner, f"|{inner}|"] if cells > 1 else ["|-", "-|", "-:", ":-"]
     nexts = sorted(leads(prefix))
     ends_line = prefix.endswith(("\n", "\r"))
     last = _LINE_END.split(prefix)[-1]
@@ -181,7 +181,10 @@ def continuations(prefix: str) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     if _ROW_BEGUN.fullmatch(last):
         # A delimiter row written in part: its rest, one cell more or less.
-        out += [(rest, True) for rest in ("-", "|", "-|", "|-|", *rows, *("|" + r for r in rows))]
+        out += [
+            (rest, True)
+            for rest in ("-", ":", "|", "-|", "-:", "|-|", *rows, *("|" + r for r in rows))
+        ]
     for gap in ("", " ", "x", *("\n" + lead for lead in nexts)):
         out += [(gap + c, table) for c in inline]
     for start, lead in dict.fromkeys(starts):
