@@ -313,3 +313,28 @@ class TestStreamLeadsAndLabels:
             stream.feed(char)
         with pytest.raises(MarkerOutOfRangeError):
             stream.feed(text[at - 1])
+
+
+class TestStreamOneCellRowWithAColon:
+    """The equality hunt's seed 17: ``-:`` under a line is a one-cell delimiter row.
+
+    With no pipe, ``-`` alone would be a setext underline, but ``-:`` is a table's
+    delimiter row for cmark-gfm: the line above becomes a header cell, the code span
+    that hid ``[6]`` no longer closes, and ``[6]`` is the first marker out of range.
+    The stream must not name ``[7]`` before the colon can arrive.
+    """
+
+    TEXT = "`[6]\n` [7]\n-:"
+
+    @pytest.mark.parametrize(
+        "pieces", [["`[6]\n` [7]\n-", ":"], list(TEXT)], ids=["issue", "chars"]
+    )
+    def test_the_stream_names_what_resolve_names(self, pieces):
+        with pytest.raises(MarkerOutOfRangeError) as whole:
+            resolve(self.TEXT, SOURCES)
+        stream = StreamingResolver(SOURCES)
+        with pytest.raises(MarkerOutOfRangeError) as streamed:
+            for piece in pieces:
+                stream.feed(piece)
+            stream.finish()
+        assert (6, 6) == (whole.value.marker, streamed.value.marker)

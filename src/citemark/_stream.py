@@ -459,7 +459,8 @@ def _partial_rows(text: str, cut: int) -> list[str]:
 
     ``cut`` is where the last line starts. ``|`` or ``|--`` under a header line may
     still become its delimiter row, with as many cells as the header has (or one more
-    or fewer, which cmark-gfm refuses).
+    or fewer, which cmark-gfm refuses), and a one-cell row needs no pipe once it holds
+    an alignment colon (``-:``: no setext underline).
     """
     if not cut or not _PARTIAL_ROW.fullmatch(text, cut):
         return []
@@ -468,8 +469,10 @@ def _partial_rows(text: str, cut: int) -> list[str]:
     prefix = _LINE_PREFIX.match(header, start)
     at = prefix.end() if prefix is not None else start
     cells = row_cells(header, at, max(len(header.rstrip("\r\n")), at))
-    return ["-" + "|-" * more for more in range(cells + 1)] + [
-        "|-" * more for more in range(1, cells + 1)
+    return [
+        ":",
+        *("-" + "|-" * more for more in range(cells + 1)),
+        *("|-" * more for more in range(1, cells + 1)),
     ]
 
 
