@@ -88,8 +88,8 @@ def checked_template(root: Path, version: int, *options: str, source: Path | Non
 
 def _with_digests(data: Path, folder: Path) -> None:
     """Give each record its ``digests``, as ``rows.jsonl`` records carry them."""
-    from citemark._diff.digests import row_digests  # noqa: PLC0415 - the tree under test
-    from citemark._runs import CheckRow, parse_row  # noqa: PLC0415
+    from citemark._pipelines.diff.digests import row_digests  # noqa: PLC0415 - the tree under test
+    from citemark._pipelines.readers.citemark_rows import CheckRow, parse_row  # noqa: PLC0415
 
     rows = {}
     for number, raw in enumerate(data.read_bytes().splitlines(), start=1):

@@ -495,7 +495,7 @@ def generate(path: Path, name: str, rows: int, *, small: bool, seed: int = 7) ->
 
 def reader_or_none(name: str) -> Callable[..., Iterator[object]] | None:
     """The format's reader, or None when its module cannot be imported yet."""
-    from citemark._formats import reader_for  # noqa: PLC0415 - the bench imports lazily
+    from citemark._pipelines.readers import reader_for  # noqa: PLC0415 - the bench imports lazily
 
     try:
         return reader_for(name)  # type: ignore[return-value]
@@ -504,14 +504,14 @@ def reader_or_none(name: str) -> Callable[..., Iterator[object]] | None:
 
 
 def options_for(name: str) -> object:
-    from citemark._formats import ReadOptions  # noqa: PLC0415
+    from citemark._pipelines.readers import ReadOptions  # noqa: PLC0415
 
     return ReadOptions(index_base=1, mapping=MAP_OPTIONS if name == "map" else None)
 
 
 def read_native(path: Path) -> dict[str, int]:
-    from citemark._reports import MalformedLine  # noqa: PLC0415
-    from citemark._runs import parse_row  # noqa: PLC0415
+    from citemark._pipelines.eval_report import MalformedLine  # noqa: PLC0415
+    from citemark._pipelines.readers.citemark_rows import parse_row  # noqa: PLC0415
 
     counts = {"rows": 0, "malformed": 0, "unassessed": 0}
     with path.open("rb") as handle:
@@ -525,8 +525,8 @@ def read_native(path: Path) -> dict[str, int]:
 
 
 def read_format(name: str, path: Path) -> dict[str, int]:
-    from citemark._reports import MalformedLine  # noqa: PLC0415
-    from citemark._runs import parse_recorded  # noqa: PLC0415
+    from citemark._pipelines.eval_report import MalformedLine  # noqa: PLC0415
+    from citemark._pipelines.readers.citemark_rows import parse_recorded  # noqa: PLC0415
 
     reader = reader_or_none(name)
     if reader is None:

@@ -38,8 +38,8 @@ import cmarkgfm
 from markdown_it import MarkdownIt
 
 from citemark import Source, SynthesisError, masked_spans, parse_markers, resolve
-from citemark._markers import OPENERS, _may_mask
-from citemark._md_fast import quick_spans
+from citemark._markers.fast import quick_spans
+from citemark._markers.grammar import OPENERS, _may_mask
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -8,7 +8,7 @@ outputs), and prints the seconds of each, best of ``--repeat``, and the command'
 resident set size (``ru_maxrss`` of the waited child).
 
 With ``--old REF`` (e.g. ``HEAD~1``) the same is measured for the module as it was at
-that git revision: ``src/citemark/_structured.py`` from ``git show REF:...`` is loaded
+that git revision: ``src/citemark/_sources/structured.py`` from ``git show REF:...`` is loaded
 as a second module for the in-process figure, and for the command a copy of
 ``src/citemark`` with that file swapped in is put first on ``PYTHONPATH``. Both
 versions' findings are compared and must be equal.
@@ -148,7 +148,7 @@ def old_version(ref: str, folder: Path) -> tuple[ModuleType, Path]:
     if git is None:
         raise SystemExit("--old needs git")
     text = subprocess.run(
-        [git, "show", f"{ref}:src/citemark/_structured.py"],
+        [git, "show", f"{ref}:src/citemark/_sources/structured.py"],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -156,9 +156,9 @@ def old_version(ref: str, folder: Path) -> tuple[ModuleType, Path]:
     ).stdout
     tree = folder / "old-src"
     shutil.copytree(ROOT / "src" / "citemark", tree / "citemark")
-    (tree / "citemark" / "_structured.py").write_text(text, encoding="utf-8")
+    (tree / "citemark" / "_sources" / "structured.py").write_text(text, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(
-        "citemark._structured_old", tree / "citemark" / "_structured.py"
+        "citemark._sources.structured_old", tree / "citemark" / "_sources" / "structured.py"
     )
     if spec is None or spec.loader is None:
         raise SystemExit("cannot load the old module")
@@ -170,11 +170,11 @@ def old_version(ref: str, folder: Path) -> tuple[ModuleType, Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", metavar="REF", help="also measure _structured.py at REF")
+    parser.add_argument("--old", metavar="REF", help="also measure _sources/structured.py at REF")
     parser.add_argument("--rows", nargs="+", choices=sorted(ROWS), default=sorted(ROWS))
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    import citemark._structured as new  # noqa: PLC0415 - after the arguments are read
+    import citemark._sources.structured as new  # noqa: PLC0415 - after the arguments are read
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

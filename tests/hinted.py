@@ -1,6 +1,6 @@
 """Run ``citemark check FILE`` without ``--from``, then with the reader its error names.
 
-The contract of a file hint (``citemark._formats._hints``) is that the reader it names
+The contract of a file hint (``citemark._pipelines.readers._hints``) is that the reader it names
 reads the file: `check_as_hinted` takes the ``--from`` out of the error of a plain
 check and runs the check again with it, through the real entry point.
 """

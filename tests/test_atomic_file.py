@@ -11,9 +11,9 @@ import stat
 
 import pytest
 
-import citemark._artifacts
+import citemark._contract.artifacts
 from citemark import write_report_atomically
-from citemark._artifacts import AtomicFile
+from citemark._contract.artifacts import AtomicFile
 
 
 def hidden(folder):
@@ -77,6 +77,6 @@ class TestAtomicFile:
                 commits.append(self.path.name)
                 return super().commit()
 
-        monkeypatch.setattr(citemark._artifacts, "AtomicFile", Counting)
+        monkeypatch.setattr(citemark._contract.artifacts, "AtomicFile", Counting)
         write_report_atomically(tmp_path / "report.json", b"{}")
         assert ["report.json"] == commits

@@ -30,7 +30,7 @@ from citemark import (
     register_threshold,
     run_calibration_sync,
 )
-from citemark._calibration.labelset import MAX_LABEL_FILE_BYTES
+from citemark._judging.calibration.labelset import MAX_LABEL_FILE_BYTES
 from citemark.testing import ScriptedChat
 
 F, U = True, False

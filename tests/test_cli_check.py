@@ -16,7 +16,8 @@ from typing import ClassVar
 import pytest
 from fake_openai import FakeOpenAI, run_cli, run_cli_on_a_terminal
 
-from citemark import EvalReport, dataset_sha256
+from citemark import dataset_sha256
+from citemark.reports import EvalReport
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_RUNS = ROOT / "examples" / "data" / "example-runs.jsonl"
@@ -726,8 +727,8 @@ class TestRowsJsonlEncoding:
     def test_each_line_parses_to_the_records_the_scorer_made(self, tmp_path):
         """The fast serialization gives the same JSON value as details, non-ASCII and surrogates included."""
         from citemark import CitationScorer, Source
-        from citemark._check.sinks import CheckedRow, row_line, row_record
-        from citemark._runs import CheckRow
+        from citemark._pipelines.check.sinks import CheckedRow, row_line, row_record
+        from citemark._pipelines.readers.citemark_rows import CheckRow
 
         scorer = CitationScorer()
         for answer in ("Caf\u00e9 fees [1] \U0001f600.", "Lone \ud800 surrogate [9].", "No cite."):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from fake_openai import run_cli
 
-from citemark._provider_rows import read_provider_row
-from citemark._runs import CheckRow, parse_row
+from citemark._pipelines.readers.citemark_rows import CheckRow, parse_row
+from citemark._pipelines.readers.provider_rows import read_provider_row
 from citemark.providers import parse_provider_response
 
 CANARY = "CANARY-9e1d"

@@ -2,7 +2,7 @@
 hints in the command line's own words, and counts with the right plural.
 
 The real entry point runs in a subprocess where standard input or the installed
-version matters; the hints are checked through `citemark._cli.main.main` in this
+version matters; the hints are checked through `citemark._pipelines.cli.main.main` in this
 process, against the closed port 9 or a loopback `FakeOpenAI`, with every
 ``CITEMARK_*`` variable removed.
 """
@@ -27,7 +27,7 @@ from citemark import (
     Source,
     dataset_sha256,
 )
-from citemark._cli.main import main
+from citemark._pipelines.cli.main import main
 from citemark.providers import UnsentDocumentError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
-from citemark._check import run_check
-from citemark._diff.command import run_diff
+from citemark._pipelines.check import run_check
+from citemark._pipelines.diff.command import run_diff
 from citemark.diff import RunDiffError, compare_runs, render_html, render_text
 
 CONTEXT = "[doc-1] The late fee is 5% of the unpaid balance.\n"

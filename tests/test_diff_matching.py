@@ -20,10 +20,10 @@ from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
-from citemark._check import run_check
-from citemark._formats import Recorded
-from citemark._reports import MalformedLine
-from citemark._runs import CheckRow, parse_recorded, parse_row
+from citemark._pipelines.check import run_check
+from citemark._pipelines.eval_report import MalformedLine
+from citemark._pipelines.readers import Recorded
+from citemark._pipelines.readers.citemark_rows import CheckRow, parse_recorded, parse_row
 from citemark.diff import RunDiffError, compare_runs, render_text
 
 SOURCES = [

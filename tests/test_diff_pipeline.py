@@ -18,8 +18,8 @@ import pytest
 from diff_helpers import reseal
 from fake_openai import run_cli
 
-from citemark._diff.digests import row_digests
-from citemark._runs import CheckRow, parse_row
+from citemark._pipelines.diff.digests import row_digests
+from citemark._pipelines.readers.citemark_rows import CheckRow, parse_row
 from citemark.diff import RunDiffError, compare_runs, render_text
 
 SOURCES = [
@@ -45,7 +45,7 @@ def write_rows(path: Path, rows: list[dict]) -> Path:
 def record_digests(data: Path, out: Path) -> Path:
     """Give each ``rows.jsonl`` record of ``out`` the ``digests`` of its input row.
 
-    What the row record itself carries once ``citemark._check.sinks.row_record`` adds
+    What the row record itself carries once ``citemark._pipelines.check.sinks.row_record`` adds
     ``row_digests`` (see the lead's integration note); a record that already has them
     is left as it is, so this is a no-op then.
     """

@@ -17,14 +17,13 @@ from citemark import (
     Citation,
     CitedAnswer,
     EchoCase,
-    EchoReport,
     ModelIdentity,
     PlannedCase,
     Synthesizer,
     plan_echo,
-    run_echo_check,
     run_echo_check_sync,
 )
+from citemark.echo import EchoReport, run_echo_check
 from citemark.testing import ScriptedChat, ScriptExhaustedError
 
 SEED = 20260815

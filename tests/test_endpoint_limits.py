@@ -32,7 +32,7 @@ from citemark import (
     Synthesizer,
     TruncatedAnswerError,
 )
-from citemark._chat import finish_reason_of, is_truncated
+from citemark._model.chat import finish_reason_of, is_truncated
 from citemark.evaluation import CHAT_REASONS, REASONS, REJECTION_REASONS
 
 CANARY = "CANARY-endpoint-4b7c"

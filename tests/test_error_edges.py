@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import citemark._cli.commands
-import citemark._cli.main
+import citemark._pipelines.cli.commands
+import citemark._pipelines.cli.main
 from citemark import (
     BlankQueryError,
     CalibrationError,
@@ -33,10 +33,10 @@ from citemark import (
     Threshold,
     register_threshold,
 )
-from citemark._check import run_check
-from citemark._cli.main import main
-from citemark._scorer.scorer import CitationScorer
-from citemark._strictjson import loads_strict
+from citemark._judging.scorer.scorer import CitationScorer
+from citemark._model.strictjson import loads_strict
+from citemark._pipelines.check import run_check
+from citemark._pipelines.cli.main import main
 from citemark.testing import ScriptedChat
 
 CANARY = "canary-3f9a"
@@ -147,5 +147,8 @@ class TestCliCatchesCitemarkTypesOnly:
             ]
 
         naive = "try:\n    f()\nexcept ValueError as exc:\n    raise _UsageError(str(exc))\n"
-        sources = [inspect.getsource(citemark._cli.main), inspect.getsource(citemark._cli.commands)]
+        sources = [
+            inspect.getsource(citemark._pipelines.cli.main),
+            inspect.getsource(citemark._pipelines.cli.commands),
+        ]
         assert ([], [3]) == ([n for text in sources for n in bound(text)], bound(naive))

@@ -3,7 +3,7 @@
 In the style of pydantic's ``test_error_codes``: the error classes are enumerated
 from ``CitemarkError.__subclasses__()``, never listed by hand, so a new error
 class fails here until it has a section in docs/errors.md and a place in the tree
-drawn in the ``citemark._errors`` module docstring.
+drawn in the ``citemark._contract.errors`` module docstring.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import citemark
-from citemark import ChatError, CitemarkError, SynthesisError, _errors
+from citemark import ChatError, CitemarkError, SynthesisError
+from citemark._contract import errors as _errors
 from citemark.evaluation import CHAT_REASONS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,9 +76,9 @@ def page_tree() -> list[str]:
 
 
 def docstring_tree() -> list[str]:
-    """The lines of the tree drawn in the citemark._errors module docstring."""
+    """The lines of the tree drawn in the citemark._contract.errors module docstring."""
     m = DOCSTRING_TREE.search(_errors.__doc__ or "")
-    assert m is not None, "the citemark._errors docstring has no '::' tree block"
+    assert m is not None, "the citemark._contract.errors docstring has no '::' tree block"
     return [line.rstrip() for line in textwrap.dedent(m.group("tree")).splitlines()]
 
 
@@ -116,7 +117,7 @@ class TestErrorsDocumented:
 
 class TestErrorTree:
     def test_page_tree_equals_docstring_tree(self):
-        """The tree block in docs/errors.md is the tree in the citemark._errors docstring."""
+        """The tree block in docs/errors.md is the tree in the citemark._contract.errors docstring."""
         assert docstring_tree() == page_tree()
 
     def test_tree_draws_every_class_under_its_parent(self):

@@ -23,7 +23,7 @@ from hinted import check_as_hinted, hinted_reader
 from test_formats_phoenix import DOCUMENTS, RUNS
 from test_formats_ragas_deepeval import DEEPEVAL_SPEC, RAGAS_SPEC
 
-from citemark._formats._hints import HEAD_BYTES, file_hint
+from citemark._pipelines.readers._hints import HEAD_BYTES, file_hint
 
 if TYPE_CHECKING:
     from pathlib import Path

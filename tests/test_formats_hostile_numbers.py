@@ -43,7 +43,7 @@ from test_formats_openinference import (
 from test_formats_openinference import rag_chain as openinference_chain
 
 from citemark import MarkerOutOfRangeError, Source, resolve
-from citemark._formats._common import INT64, UINT64, bounded_int, prompt_index_base
+from citemark._pipelines.readers._common import INT64, UINT64, bounded_int, prompt_index_base
 
 if TYPE_CHECKING:
     from collections.abc import Callable

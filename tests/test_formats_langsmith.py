@@ -40,8 +40,8 @@ from langsmith import Client
 from langsmith._internal._beta_decorator import LangSmithDeprecationWarning
 from langsmith.schemas import Example, Run
 
-from citemark._formats import ReadOptions, Recorded, reader_for
-from citemark._formats import langsmith as langsmith_format
+from citemark._pipelines.readers import ReadOptions, Recorded, reader_for
+from citemark._pipelines.readers import langsmith as langsmith_format
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -19,10 +19,10 @@ from langchain_core.runnables import RunnableLambda, RunnableParallel, RunnableP
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from citemark import MarkerOutOfRangeError, resolve
-from citemark._formats import ReadOptions, Recorded, reader_for
-from citemark._formats.mapped import MappingError, check_mapping, read
-from citemark._reports import MalformedLine
-from citemark._runs import CheckRow, parse_recorded, parse_row
+from citemark._pipelines.eval_report import MalformedLine
+from citemark._pipelines.readers import ReadOptions, Recorded, reader_for
+from citemark._pipelines.readers.citemark_rows import CheckRow, parse_recorded, parse_row
+from citemark._pipelines.readers.mapped import MappingError, check_mapping, read
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping

@@ -36,8 +36,8 @@ from mlflow.entities import SpanType
 from mlflow.entities.trace_location import MlflowExperimentLocation
 from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
 
-from citemark._formats import ReadOptions, Recorded, reader_for
-from citemark._formats._common import prompt_index_base
+from citemark._pipelines.readers import ReadOptions, Recorded, reader_for
+from citemark._pipelines.readers._common import prompt_index_base
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

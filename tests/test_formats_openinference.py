@@ -50,8 +50,8 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
-from citemark._formats import ReadOptions, Recorded, openinference, reader_for
-from citemark._reasons import RECORDED_REASONS
+from citemark._contract.reasons import RECORDED_REASONS
+from citemark._pipelines.readers import ReadOptions, Recorded, openinference, reader_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -850,7 +850,7 @@ class TestSamples:
 
 class TestParquet:
     def test_a_parquet_file_goes_to_the_phoenix_reader(self, monkeypatch):
-        """A file starting with PAR1 is handed, whole and unread, to citemark._formats.phoenix."""
+        """A file starting with PAR1 is handed, whole and unread, to citemark._pipelines.readers.phoenix."""
         seen = []
 
         def read(handle, options):
@@ -858,7 +858,7 @@ class TestParquet:
             yield Recorded(line=1, row={"id": "p"})
 
         monkeypatch.setitem(
-            sys.modules, "citemark._formats.phoenix", types.SimpleNamespace(read=read)
+            sys.modules, "citemark._pipelines.readers.phoenix", types.SimpleNamespace(read=read)
         )
         records = list(openinference.read(io.BytesIO(b"PAR1 rest"), ReadOptions(index_base=0)))
         assert [Recorded(line=1, row={"id": "p"})] == records

@@ -21,8 +21,8 @@ import pytest
 from fake_openai import run_cli
 
 from citemark import NoRowsError
-from citemark._formats import ReadOptions, _parquet, reader_for
-from citemark._formats._hints import file_hint
+from citemark._pipelines.readers import ReadOptions, _parquet, reader_for
+from citemark._pipelines.readers._hints import file_hint
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -120,7 +120,7 @@ def test_check_prints_one_line_and_publishes_nothing(tmp_path, name):
 
 def test_the_ray_plan_refuses_the_footer_too(tmp_path, monkeypatch):
     """``--engine ray`` plans one shard per row group from the same footer: refused first too."""
-    from citemark._scale.engine import plan_parquet
+    from citemark._pipelines.scale.engine import plan_parquet
 
     path = many_groups(tmp_path, "openinference")
     shards, _ = plan_parquet(path)

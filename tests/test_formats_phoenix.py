@@ -1,4 +1,4 @@
-"""Phoenix span tables saved as Parquet, read by `--from openinference` through `citemark._formats.phoenix`.
+"""Phoenix span tables saved as Parquet, read by `--from openinference` through `citemark._pipelines.readers.phoenix`.
 
 Every table here is Phoenix's own: a real LangChain retrieval chain (`InMemoryVectorStore`,
 `DeterministicFakeEmbedding`, `FakeListChatModel`) runs under OpenInference's
@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 from formats_env import produce
 
-from citemark._errors import CitemarkError
-from citemark._formats import ReadOptions, Recorded, phoenix, reader_for
+from citemark._contract.errors import CitemarkError
+from citemark._pipelines.readers import ReadOptions, Recorded, phoenix, reader_for
 
 DOCUMENTS = [
     {

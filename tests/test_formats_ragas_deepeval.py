@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from formats_env import produce
 
-from citemark._formats import ReadOptions, Recorded, deepeval, ragas, reader_for
-from citemark._reasons import RECORDED_REASONS
+from citemark._contract.reasons import RECORDED_REASONS
+from citemark._pipelines.readers import ReadOptions, Recorded, deepeval, ragas, reader_for
 
 CANARY = "canary-7f3a9"
 

@@ -1,4 +1,4 @@
-"""`citemark._formats._records`: one JSON file cut into its records, whatever shape it has.
+"""`citemark._pipelines.readers._records`: one JSON file cut into its records, whatever shape it has.
 
 The same records written as JSONL, as a JSON array (one line, or pretty-printed) and as
 pretty-printed objects one after another give the same records, each with where it is
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from citemark._formats import ReadOptions, _common, _records, reader_for
-from citemark._formats._records import json_records, json_values
+from citemark._pipelines.readers import ReadOptions, _common, _records, reader_for
+from citemark._pipelines.readers._records import json_records, json_values
 
 RECORDS = [
     {"id": "a", "text": 'quote " and \\ backslash, {[not structure]}'},

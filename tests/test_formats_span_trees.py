@@ -26,8 +26,8 @@ from test_formats_mlflow import read as read_mlflow
 from test_formats_openinference import QUESTION, langchain_tracing, otlp_hex, read_text, run_check
 from test_formats_openinference import two_runs as two_chain_runs
 
-from citemark._formats._tree import has_cycle
-from citemark._reasons import explain
+from citemark._contract.reasons import explain
+from citemark._pipelines.readers._tree import has_cycle
 
 if TYPE_CHECKING:
     from pathlib import Path

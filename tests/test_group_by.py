@@ -12,8 +12,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from citemark._check.groups import MAX_GROUP_CHARS, MAX_GROUPS, NO_GROUP, OTHER_GROUP, group_name
-from citemark._cli.main import main
+from citemark._pipelines.check.groups import (
+    MAX_GROUP_CHARS,
+    MAX_GROUPS,
+    NO_GROUP,
+    OTHER_GROUP,
+    group_name,
+)
+from citemark._pipelines.cli.main import main
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -20,9 +20,10 @@ import pydantic
 import pytest
 from scorer_helpers import CONTEXT, passing, reply, unsupported
 
-from citemark import CitationScorer, EvalReport, Source
-from citemark._assertions import citation_outcome
-from citemark._check import run_check
+from citemark import CitationScorer, Source
+from citemark._judging.assertions import citation_outcome
+from citemark._pipelines.check import run_check
+from citemark.reports import EvalReport
 from citemark.testing import CitationAssertionError, ScriptedChat, assert_cited
 
 ROOT = Path(__file__).resolve().parent.parent

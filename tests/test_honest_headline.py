@@ -23,10 +23,11 @@ import pytest
 from formats_env import produce
 from scorer_helpers import CONTEXT, passing, reply, unsupported
 
-from citemark import CitationScorer, EvalReport
-from citemark._check import run_check
-from citemark._reports import CheckSummary, CitationHeadline, headline_text
-from citemark._scorer.findings import ViolationCode
+from citemark import CitationScorer
+from citemark._judging.scorer.findings import ViolationCode
+from citemark._pipelines.check import run_check
+from citemark._pipelines.eval_report import CheckSummary, CitationHeadline, headline_text
+from citemark.reports import EvalReport
 from citemark.testing import ScriptedChat
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +101,7 @@ class TestWordsWithoutAJudge:
     @pytest.mark.parametrize("code", typing.get_args(ViolationCode))
     def test_every_violation_code_has_words_for_one_and_many(self, code):
         """The violation part of the headline is true for every code, not just fabrications."""
-        from citemark._reports import violation_words
+        from citemark._pipelines.eval_report import violation_words
 
         one, many = violation_words(code, 1), violation_words(code, 2)
         assert code not in (one, many)

@@ -27,18 +27,18 @@ HEAVY = (
     "rank_bm25",
     "rich",
     "click",
-    "citemark._chat",
-    "citemark._cli",
-    "citemark._echo",
-    "citemark._calibration",
-    "citemark._reports",
-    "citemark._retrieval",
-    "citemark._judge",
-    "citemark._scorer",
-    "citemark._check",
-    "citemark._artifacts",
-    "citemark._synthesis",
-    "citemark._redaction",
+    "citemark._model.chat",
+    "citemark._pipelines.cli",
+    "citemark._judging.echo",
+    "citemark._judging.calibration",
+    "citemark._pipelines.eval_report",
+    "citemark._sources.retrieval",
+    "citemark._judging.judge",
+    "citemark._judging.scorer",
+    "citemark._pipelines.check",
+    "citemark._contract.artifacts",
+    "citemark._model.synthesis",
+    "citemark._model.redaction",
     "citemark.calibration",
     "citemark.echo",
     "citemark.reports",
@@ -46,7 +46,12 @@ HEAVY = (
 )
 
 # What the contract is: the models, the marker grammar, resolution and the errors.
-CONTRACT = ("citemark._models", "citemark._markers", "citemark._resolve", "citemark._errors")
+CONTRACT = (
+    "citemark._contract.models",
+    "citemark._markers.grammar",
+    "citemark._markers.resolve",
+    "citemark._contract.errors",
+)
 
 
 def loaded_after(code: str) -> set[str]:
@@ -92,17 +97,17 @@ class TestImportCitemark:
         """Reading `citemark.OpenAIChat` is what brings httpx in."""
         modules = loaded_after("import citemark\ncitemark.OpenAIChat")
         assert "httpx" in modules
-        assert "citemark._chat" in modules
+        assert "citemark._model.chat" in modules
         assert "numpy" not in modules
 
     def test_the_help_of_the_command_loads_no_engine(self):
         """``citemark --help`` parses arguments without numpy, httpx or the check engine.
 
-        BM25 loads for ``answer``, the rest once a command runs (`citemark._cli.commands`).
+        BM25 loads for ``answer``, the rest once a command runs (`citemark._pipelines.cli.commands`).
         """
         modules = loaded_after(
             "import contextlib, io\n"
-            "from citemark._cli.main import main\n"
+            "from citemark._pipelines.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
             "    main(['--help'])"
         )
@@ -110,7 +115,12 @@ class TestImportCitemark:
         assert "rank_bm25" not in modules
         assert [] == [
             name
-            for name in ("httpx", "citemark._cli.commands", "citemark._check.run", "rich")
+            for name in (
+                "httpx",
+                "citemark._pipelines.cli.commands",
+                "citemark._pipelines.check.run",
+                "rich",
+            )
             if name in modules
         ]
 
@@ -172,7 +182,7 @@ class TestCheckWithoutAJudge:
         )
         assert code in {0, 1}
         assert (out / "report.json").is_file()
-        assert "citemark._check.run" in modules
+        assert "citemark._pipelines.check.run" in modules
         assert [] == loaded(modules, MODEL_SIDE)
 
     def test_the_runner_sees_what_a_judge_loads(self, tmp_path):
@@ -266,8 +276,8 @@ class TestPublicNamesStayWhole:
 
     def test_lazy_names_are_the_objects_of_their_modules(self):
         """A lazily loaded name is the very object its private module defines."""
-        from citemark._chat import OpenAIChat
-        from citemark._scorer.scorer import CitationScorer
+        from citemark._judging.scorer.scorer import CitationScorer
+        from citemark._model.chat import OpenAIChat
 
         assert citemark.OpenAIChat is OpenAIChat
         assert citemark.CitationScorer is CitationScorer

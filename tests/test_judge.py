@@ -12,14 +12,14 @@ import pydantic
 import pytest
 
 from citemark import ChatError, JudgeError, Source
-from citemark._judge import (
+from citemark._judging.judge import (
     DEFAULT_JUDGE_PROMPT,
     FaithfulnessJudge,
     FaithfulnessVerdict,
     parse_verdict,
     render_judge_prompt,
 )
-from citemark._strictjson import MAX_TEXT_BYTES
+from citemark._model.strictjson import MAX_TEXT_BYTES
 from citemark.testing import ScriptedChat
 
 QUESTION = "How long does the license last, and what does it cost?"

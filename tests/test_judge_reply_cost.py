@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from citemark._render import normalize_quoted
-from citemark._scorer import reply as reply_module
-from citemark._scorer.reply import CONTRADICTORY, check_reply
+from citemark._judging.scorer import reply as reply_module
+from citemark._judging.scorer.reply import CONTRADICTORY, check_reply
+from citemark._sources.render import normalize_quoted
 
 BLOCK = "filler text " * 90_000 + "The late fee is five percent."
 VERDICTS = 15_000

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from citemark import CitationScorer, NoRowsError
-from citemark._check import run_check
-from citemark._runs import parse_row
+from citemark._pipelines.check import run_check
+from citemark._pipelines.readers.citemark_rows import parse_row
 
 CANARY = "CANARY-e7d1"
 

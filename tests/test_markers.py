@@ -7,7 +7,7 @@ import re
 import pytest
 
 from citemark import parse_markers
-from citemark._markers import OVERSIZED_MARKER, group_bodies
+from citemark._markers.grammar import OVERSIZED_MARKER, group_bodies
 
 BIG = "9" * 30
 

@@ -1,6 +1,6 @@
 """The block scanner's fast path answers exactly as the full scanner, or not at all.
 
-`citemark._md_fast.fast_spans` reads simply shaped answers (plain paragraphs, bullet
+`citemark._markers.fast.fast_spans` reads simply shaped answers (plain paragraphs, bullet
 items, one-level quotes, top-level fences and inert tables) without the line-by-line
 container walk. Wherever it answers, its spans must equal `block_spans`'; the texts
 are soups of exactly the lines it accepts and of lines next to them that it must
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_commonmark_differential import answers
 
-from citemark._md_blocks import block_spans
-from citemark._md_fast import fast_spans, quick_spans
+from citemark._markers.blocks import block_spans
+from citemark._markers.fast import fast_spans, quick_spans
 
 LINES = [
     "",

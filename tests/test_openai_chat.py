@@ -30,7 +30,7 @@ import httpx
 import pytest
 
 from citemark import ChatError
-from citemark._chat import ChatModel, OpenAIChat
+from citemark._model.chat import ChatModel, OpenAIChat
 
 CANARY = "CANARY-chat-91d2"
 # A URL scheme is case-insensitive and httpx lowercases it, so this one is lowercase.
@@ -966,7 +966,7 @@ class TestConnectionsAndTls:
 
     def test_an_http_endpoint_loads_no_certificate_store(self, provider, monkeypatch):
         """Calls to an http:// URL, each on its own loop, never build a verifying context."""
-        from citemark import _chat
+        from citemark._model import chat as _chat
 
         built = count_tls_contexts(monkeypatch)
         monkeypatch.setattr(_chat, "_TLS", {}, raising=False)  # a fresh process cache
@@ -979,7 +979,7 @@ class TestConnectionsAndTls:
 
     def test_an_https_endpoint_builds_its_context_once_per_process(self, closed_port, monkeypatch):
         """A sync wrapper's calls (one asyncio.run each) share one verifying context."""
-        from citemark import _chat
+        from citemark._model import chat as _chat
 
         built = count_tls_contexts(monkeypatch)
         monkeypatch.setattr(_chat, "_TLS", {}, raising=False)  # a fresh process cache
@@ -993,7 +993,7 @@ class TestConnectionsAndTls:
         """The context an http:// pool hands httpx would refuse every certificate."""
         import ssl
 
-        from citemark._chat import _tls_context
+        from citemark._model.chat import _tls_context
 
         closed = _tls_context(verified=False)
 

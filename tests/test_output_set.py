@@ -25,16 +25,16 @@ import pytest
 from fake_openai import FakeOpenAI, run_cli
 
 from citemark import CitationScorer, LabelledItem, LabelSet, Source
-from citemark._artifacts import AtomicFile, publishing_together, remove_stale_temporaries
-from citemark._check import run as check_run
-from citemark._check import run_check
-from citemark._check.sinks import FORMATS, JsonlSink, SinkOptions
+from citemark._contract.artifacts import AtomicFile, publishing_together, remove_stale_temporaries
+from citemark._pipelines.check import run as check_run
+from citemark._pipelines.check import run_check
+from citemark._pipelines.check.sinks import FORMATS, JsonlSink, SinkOptions
 from citemark.reports import ArtifactProblem, OutputSetCheck, check_output_set
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from citemark._check.sinks import CheckedRow, CheckSink, RunFacts
+    from citemark._pipelines.check.sinks import CheckedRow, CheckSink, RunFacts
 
 CANARY = "CANARY-7d1f"
 ROW = {
@@ -47,7 +47,7 @@ NAMES = ("report.json", "rows.jsonl", "report.html", "report.junit.xml", "judge-
 WRITER = """
 import sys, time
 from pathlib import Path
-from citemark._artifacts import AtomicFile
+from citemark._contract.artifacts import AtomicFile
 file = AtomicFile(Path(sys.argv[1]))
 file.write(b"half of a report" * 1000)
 file._handle.flush()

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from strategies import answers, marker_texts, prose_and_code, source_lists
 
 from citemark import MarkerOutOfRangeError, masked_spans, parse_markers, resolve
-from citemark._markers import GROUP_PATTERN, group_bodies
-from citemark._render import is_blank
+from citemark._contract.blank import is_blank
+from citemark._markers.grammar import GROUP_PATTERN, group_bodies
 
 ASCII_DIGITS = frozenset("0123456789")
 TEXTS = st.one_of(st.text(), marker_texts(), answers())

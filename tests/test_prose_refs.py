@@ -20,8 +20,8 @@ from citemark import (
     find_unrecognized,
     resolve,
 )
-from citemark._markers import OPENERS, unmask
-from citemark._nearmiss import (
+from citemark._markers.grammar import OPENERS, unmask
+from citemark._markers.nearmiss import (
     may_hold_unrecognized,
     may_hold_unrecognized_beyond,
     unrecognized_in,

@@ -23,7 +23,7 @@ from citemark import (
     render_sources,
     resolve,
 )
-from citemark._cli.main import main
+from citemark._pipelines.cli.main import main
 
 PASSAGES = [
     Source(text="The Eiffel Tower was completed in 1889.", doc_id="wiki/Eiffel", chunk_id="p0"),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from citemark import Source
-from citemark._strictjson import loads_strict
+from citemark._model.strictjson import loads_strict
 from citemark.reports import RecordingWarning, RowRecorder
 
 CANARY = "CANARY-7f3a9c-recording"

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from citemark import RedactingChat, Source, Synthesizer, parse_markers
-from citemark._redaction import redact, restore
+from citemark._model.redaction import redact, restore
 from citemark.testing import ScriptedChat
 
 

@@ -19,13 +19,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from citemark import CitationScorer, Source
-from citemark._cli.main import main
-from citemark._scorer.reflist import _lines_from_end, find_reference_list
-from citemark._scorer.sentences import sentence_coverage
+from citemark._judging.scorer.reflist import _lines_from_end, find_reference_list
+from citemark._judging.scorer.sentences import sentence_coverage
+from citemark._pipelines.cli.main import main
 from citemark.testing import ScriptedChat
 
 if TYPE_CHECKING:
-    from citemark._scorer.findings import SentenceCoverage
+    from citemark._judging.scorer.findings import SentenceCoverage
 
 PASSAGES = [
     Source(text="The Eiffel Tower was completed in 1889.", doc_id="wiki/Eiffel"),

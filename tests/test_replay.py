@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from fake_openai import FakeOpenAI, run_cli
 
-from citemark import ChatError, CitationScorer, EvalReport
-from citemark._chat import DEFAULT_MAX_REPLY_BYTES
-from citemark._check import run_check
+from citemark import ChatError, CitationScorer
+from citemark._model.chat import DEFAULT_MAX_REPLY_BYTES
+from citemark._pipelines.check import run_check
 from citemark.replay import (
     JUDGE_CALLS_NAME,
     JudgeCall,
@@ -27,6 +27,7 @@ from citemark.replay import (
     ReplayError,
     full_prompt_sha256,
 )
+from citemark.reports import EvalReport
 
 CANARY = "CANARY-5d1e22"
 CONTEXT = "[doc-1] The late fee is 5% of the unpaid balance.\n[doc-2] Members pay no late fee.\n"
@@ -362,8 +363,8 @@ class TestFinishReasonRecorded:
     def test_a_cut_off_reply_replays_as_cut_off(self):
         """finish_reason=length is recorded; the replayed row is judge_reply_truncated again."""
         from citemark import CitationScorer, Completion
-        from citemark._replay.calls import JudgeCall
-        from citemark._replay.recording import JudgeCallRecorder, RecordingChat
+        from citemark._judging.replay.calls import JudgeCall
+        from citemark._judging.replay.recorder import JudgeCallRecorder, RecordingChat
         from citemark.replay import ReplayChat
         from citemark.testing import ScriptedChat
 

@@ -377,7 +377,7 @@ class TestZeroBasedRows:
         """Numbering the shown sources from 1 whatever the row's base, as the page did,
         leaves [0] unlinked and links [1] to the first source."""
         from citemark import CitationScorer, Source
-        from citemark._check import page
+        from citemark._pipelines.check import page
 
         sources = [Source(**s) for s in ZERO_BASED["sources"]]  # type: ignore[arg-type]
         scorer = CitationScorer()
@@ -482,7 +482,7 @@ class TestProviderSpans:
 
     def test_overlapping_spans_split_the_text_once(self):
         """Text under two citations is marked failed unless both verified."""
-        from citemark._check import page
+        from citemark._pipelines.check import page
 
         spans = [(1, 5, 1, True), (3, 7, 2, False)]
         pieces = page._plain("abcdefgh", 0, 8, spans)

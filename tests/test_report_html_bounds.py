@@ -14,8 +14,8 @@ import pytest
 from fake_openai import run_cli
 
 from citemark import CitationScorer, Source
-from citemark._check import html as page_module
-from citemark._check import page
+from citemark._pipelines.check import html as page_module
+from citemark._pipelines.check import page
 
 SOURCES = 2_000
 ROWS = 40

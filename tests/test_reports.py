@@ -22,12 +22,10 @@ from citemark import (
     DEFAULT_RESULTS_DIR,
     ChatError,
     CheckSummary,
-    EvalReport,
     FaithfulnessJudge,
     ModelIdentity,
     RedactingChat,
     Source,
-    SynthesisReport,
     Synthesizer,
     VerdictCounts,
     dataset_sha256,
@@ -35,7 +33,8 @@ from citemark import (
     run_synthesis_sync,
     write_report_atomically,
 )
-from citemark._echo.run import ECHO_REPORT_NAME
+from citemark._judging.echo.run import ECHO_REPORT_NAME
+from citemark.reports import EvalReport, SynthesisReport
 from citemark.testing import ScriptedChat, ScriptExhaustedError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from fake_openai import FakeOpenAI
 from hypothesis import given
 from hypothesis import strategies as st
 
-import citemark._retrieval
+import citemark._sources.retrieval
 from citemark import (
     BM25Retriever,
     CitemarkError,
@@ -22,7 +22,7 @@ from citemark import (
     resolve,
     verify_citation,
 )
-from citemark._retrieval import chunk_text
+from citemark._sources.retrieval import chunk_text
 
 LICENSES = Path(__file__).resolve().parent.parent / "examples" / "data" / "licenses"
 # The one line a user without the retrieval extra reads, from Python and from the CLI.
@@ -152,7 +152,7 @@ class TestWithoutTheRetrievalExtra:
             def read(self, uri):
                 raise AssertionError(uri)
 
-        monkeypatch.setattr(citemark._retrieval, "FileReader", NoReading)
+        monkeypatch.setattr(citemark._sources.retrieval, "FileReader", NoReading)
         with pytest.raises(MissingExtraError):
             BM25Retriever.from_directory(LICENSES, patterns=("*",))
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from citemark._reports import MalformedLine
-from citemark._runs import CheckRow, parse_row
-from citemark._strictjson import MAX_TEXT_BYTES, StrictJSONError, loads_strict
+from citemark._model.strictjson import MAX_TEXT_BYTES, StrictJSONError, loads_strict
+from citemark._pipelines.eval_report import MalformedLine
+from citemark._pipelines.readers.citemark_rows import CheckRow, parse_row
 
 ROW = '{"answer": "a [1]", "sources": [{"text": "t", "doc_id": "d"}], "x": %s}'
 

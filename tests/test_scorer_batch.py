@@ -19,18 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scorer_helpers import CONTEXT, GOOD, SPAN, json_safe, kinds, passing, reply, score, supported
 
-from citemark import (
-    ChatError,
-    CitationScore,
-    CitationScorer,
-    Completion,
-    ScoreRow,
-    Source,
-    coverage_report,
+from citemark import ChatError, CitationScore, CitationScorer, Completion, ScoreRow, Source
+from citemark._judging.scorer.findings import ScoreFindings
+from citemark._judging.scorer.labels import DEFAULT_CITATION_PATTERN
+from citemark._judging.scorer.prompt import (
+    CANDIDATE_PAIRS,
+    annotate,
+    choose_delimiters,
+    remove_tags,
 )
-from citemark._scorer.findings import ScoreFindings
-from citemark._scorer.labels import DEFAULT_CITATION_PATTERN
-from citemark._scorer.prompt import CANDIDATE_PAIRS, annotate, choose_delimiters, remove_tags
+from citemark.evaluation import coverage_report
 from citemark.replay import ReplayChat
 from citemark.testing import ScriptedChat
 

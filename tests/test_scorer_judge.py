@@ -28,7 +28,7 @@ from scorer_helpers import (
 )
 
 from citemark import ChatError, Source
-from citemark._scorer.prompt import (
+from citemark._judging.scorer.prompt import (
     CANDIDATE_PAIRS,
     SCORER_PROMPT,
     annotate,
@@ -36,7 +36,7 @@ from citemark._scorer.prompt import (
     remove_tags,
     render_scorer_prompt,
 )
-from citemark._scorer.reply import check_reply
+from citemark._judging.scorer.reply import check_reply
 
 TWO = "The late fee is 5% [doc-1]. Members pay no late fee [doc-2]."
 FABRICATED = "The late fee is 5% [doc-1]. Notices go out by courier [doc-99]."

@@ -14,7 +14,7 @@ import pytest
 from scorer_helpers import CONTEXT, GOOD, SPAN, kinds, passing, reply, score, supported
 
 from citemark import CitationScorer, Source
-from citemark._scorer.labels import (
+from citemark._judging.scorer.labels import (
     DEFAULT_CITATION_PATTERN,
     DEFAULT_LABEL_PATTERN,
     classify_labelled,

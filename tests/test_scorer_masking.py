@@ -23,7 +23,8 @@ from scorer_helpers import CONTEXT
 from strategies import commonmark_documents, marker_texts
 
 from citemark import CitationScorer, Source, parse_markers, resolve
-from citemark._scorer.labels import (
+from citemark._contract.syntax import GROUP_PATTERN
+from citemark._judging.scorer.labels import (
     _DEFAULT_LF,
     DEFAULT_CITATION_PATTERN,
     DEFAULT_LABEL_PATTERN,
@@ -31,7 +32,6 @@ from citemark._scorer.labels import (
     classify_labelled,
     compile_pattern,
 )
-from citemark._syntax import GROUP_PATTERN
 
 LABELS = compile_pattern(DEFAULT_LABEL_PATTERN, "label_pattern")
 CITATIONS = compile_pattern(DEFAULT_CITATION_PATTERN, "citation_pattern")

@@ -8,7 +8,7 @@ random chunkings: the stream never raises before that chunk, and it raises withi
 naming that marker.
 
 The continuations are derived here from the grammar, not taken from the stream (this
-module imports nothing from ``citemark._stream``): every lead a next line may have,
+module imports nothing from ``citemark._markers.stream``): every lead a next line may have,
 read from the prefix's own lines by a small reader of its own (quote markers with a
 space or a tab, list markers followed by spaces or tabs, indentation; cut after each
 container, list markers kept or blanked, one or two columns more, none), and for every

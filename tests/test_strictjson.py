@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from citemark._strictjson import (
+from citemark._model.strictjson import (
     MAX_TEXT_BYTES,
     StrictJSONError,
     check_size,

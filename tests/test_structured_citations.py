@@ -26,7 +26,7 @@ from citemark import (
     check_structured,
     resolve_structured,
 )
-from citemark._structured import json_pointer, normalize_quote
+from citemark._sources.structured import json_pointer, normalize_quote
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [

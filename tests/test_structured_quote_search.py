@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import citemark._structured as structured
 from citemark import Source, check_structured
-from citemark._cli.main import main
-from citemark._structured import normalize_quote
+from citemark._pipelines.cli.main import main
+from citemark._sources import structured
+from citemark._sources.structured import normalize_quote
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

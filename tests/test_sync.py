@@ -1,4 +1,4 @@
-"""Every ``*_sync`` twin runs through the one helper, `citemark._sync.run_sync`."""
+"""Every ``*_sync`` twin runs through the one helper, `citemark._contract.sync.run_sync`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from citemark import (
     run_echo_check_sync,
     run_synthesis_sync,
 )
-from citemark._sync import run_sync
+from citemark._contract.sync import run_sync
 from citemark.testing import ScriptedChat
 
 SOURCES = [Source(text="Fees rise in May.", doc_id="fees")]

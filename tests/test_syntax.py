@@ -11,7 +11,7 @@ from langchain_citemark import CitationOutputParser
 from llama_index.postprocessor.citemark import CITATION_QA_TEMPLATE
 
 ROOT = Path(__file__).resolve().parent.parent
-OWNER = ROOT / "src" / "citemark" / "_syntax.py"
+OWNER = ROOT / "src" / "citemark" / "_contract" / "syntax.py"
 
 # A regular expression literal for a bracketed ASCII integer: what the marker grammar is.
 _MARKER_LITERAL = re.compile(r"""r["'][^"'\n]*\\\[\(?\[0-9\]""")
@@ -45,7 +45,7 @@ class TestOneOwner:
             assert GROUP_PATTERN.search(form) is not None
 
     def test_no_other_module_writes_the_marker_grammar(self):
-        """Only citemark._syntax spells out the bracketed-integer pattern."""
+        """Only citemark._contract.syntax spells out the bracketed-integer pattern."""
         naive_copy = 'GROUP = re.compile(r"\\[([0-9]+)\\]")'
         assert _MARKER_LITERAL.search(naive_copy), "the check must see a copied pattern"
         assert _MARKER_LITERAL.search(OWNER.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from citemark._validation import describe_validation_error
+from citemark._contract.validation import describe_validation_error
 
 CANARY = "canary-7c1e"
 

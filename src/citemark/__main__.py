@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from citemark._cli.main import main
+from citemark._pipelines.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,7 +18,8 @@ Example:
 
 from __future__ import annotations
 
-from citemark._calibration.agreement import (
+from citemark._contract.errors import CalibrationError, LabelSetError
+from citemark._judging.calibration.agreement import (
     Agreement,
     ConfusionMatrix,
     agreement_rate,
@@ -27,8 +28,8 @@ from citemark._calibration.agreement import (
     measure_agreement,
     precision_recall,
 )
-from citemark._calibration.labelset import LabelledItem, LabelSet
-from citemark._calibration.run import (
+from citemark._judging.calibration.labelset import LabelledItem, LabelSet
+from citemark._judging.calibration.run import (
     Applicability,
     CalibrationReport,
     Registration,
@@ -37,7 +38,6 @@ from citemark._calibration.run import (
     run_calibration,
     run_calibration_sync,
 )
-from citemark._errors import CalibrationError, LabelSetError
 from citemark._public import publish
 
 __all__ = [

@@ -12,7 +12,8 @@ runs that share no row are refused. See ``docs/diff.md``.
 
 from __future__ import annotations
 
-from citemark._diff.compare import (
+from citemark._contract.errors import RunDiffError
+from citemark._pipelines.diff.compare import (
     ChangeKind,
     Difference,
     InputPart,
@@ -21,8 +22,7 @@ from citemark._diff.compare import (
     RunDiff,
     compare_runs,
 )
-from citemark._diff.render import render_html, render_text
-from citemark._errors import RunDiffError
+from citemark._pipelines.diff.render import render_html, render_text
 from citemark._public import publish
 
 __all__ = [

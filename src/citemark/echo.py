@@ -18,8 +18,19 @@ Example:
 
 from __future__ import annotations
 
-from citemark._echo.plan import DEFAULT_ECHO_CASES, EchoCase, EchoPlan, PlannedCase, plan_echo
-from citemark._echo.run import EchoCaseResult, EchoReport, run_echo_check, run_echo_check_sync
+from citemark._judging.echo.plan import (
+    DEFAULT_ECHO_CASES,
+    EchoCase,
+    EchoPlan,
+    PlannedCase,
+    plan_echo,
+)
+from citemark._judging.echo.run import (
+    EchoCaseResult,
+    EchoReport,
+    run_echo_check,
+    run_echo_check_sync,
+)
 from citemark._public import publish
 
 __all__ = [

@@ -19,8 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from citemark._public import publish
-from citemark._reasons import (
+from citemark._contract.reasons import (
     ADAPTER_REASONS,
     CHAT_REASONS,
     REASONS,
@@ -29,7 +28,7 @@ from citemark._reasons import (
     SCORER_REASONS,
     explain,
 )
-from citemark._scorer.findings import (
+from citemark._judging.scorer.findings import (
     CitedMarker,
     ExcludedLabel,
     JudgeCallFailure,
@@ -41,8 +40,9 @@ from citemark._scorer.findings import (
     UnresolvedMarker,
     ViolationCode,
 )
-from citemark._scorer.result import CitationScore, coverage_report
-from citemark._scorer.scorer import CitationScorer, ScoreRow
+from citemark._judging.scorer.result import CitationScore, coverage_report
+from citemark._judging.scorer.scorer import CitationScorer, ScoreRow
+from citemark._public import publish
 
 __all__ = [
     "ADAPTER_REASONS",

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from citemark._observe import (
+from citemark._judging.observe import (
     CHECK_EVALUATION,
     FAITHFULNESS_EVALUATION,
     JUDGE_EVALUATION,

@@ -27,8 +27,8 @@ Example:
 
 from __future__ import annotations
 
-from citemark._errors import OffsetUnitError, ProviderResponseError, UnsentDocumentError
-from citemark._providers._model import (
+from citemark._contract.errors import OffsetUnitError, ProviderResponseError, UnsentDocumentError
+from citemark._sources.providers._model import (
     Outcome,
     ProviderAnswer,
     ProviderCitation,
@@ -37,8 +37,8 @@ from citemark._providers._model import (
     SentDocument,
     SourceSpan,
 )
-from citemark._providers._offsets import Unit, convert_offset, length_in, to_code_points
-from citemark._providers._verify import (
+from citemark._sources.providers._offsets import Unit, convert_offset, length_in, to_code_points
+from citemark._sources.providers._spans import (
     PROVIDERS,
     ProviderCheck,
     check_provider_response,
@@ -46,11 +46,11 @@ from citemark._providers._verify import (
     provider_citations_json,
     verify_provider_answer,
 )
-from citemark._providers.anthropic import accumulate_anthropic_stream, parse_anthropic
-from citemark._providers.bedrock import parse_bedrock_converse
-from citemark._providers.cohere import parse_cohere
-from citemark._providers.gemini import parse_gemini
-from citemark._providers.openai import parse_openai_chat, parse_openai_responses
+from citemark._sources.providers.anthropic import accumulate_anthropic_stream, parse_anthropic
+from citemark._sources.providers.bedrock import parse_bedrock_converse
+from citemark._sources.providers.cohere import parse_cohere
+from citemark._sources.providers.gemini import parse_gemini
+from citemark._sources.providers.openai import parse_openai_chat, parse_openai_responses
 
 __all__ = [
     "PROVIDERS",

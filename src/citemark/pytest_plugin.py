@@ -25,17 +25,22 @@ from typing import IO, TYPE_CHECKING, Any, Final
 
 import pytest
 
-from citemark._assertions import AssertionRecord, add_recorder, assert_cited, remove_recorder
-from citemark._check.terminal import printable
-from citemark._reports import headline_text, judge_text, unchecked_scope_text
+from citemark._judging.assertions import (
+    AssertionRecord,
+    add_recorder,
+    assert_cited,
+    remove_recorder,
+)
+from citemark._pipelines.check.terminal import printable
+from citemark._pipelines.eval_report import headline_text, judge_text, unchecked_scope_text
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
 
     from pydantic import JsonValue
 
-    from citemark._check import CheckResult
-    from citemark._models import CitedAnswer, Source
+    from citemark._contract.models import CitedAnswer, Source
+    from citemark._pipelines.check import CheckResult
 
 __all__ = ["ASSERTIONS_NAME", "CitationChecker", "citemark_check"]
 
@@ -228,12 +233,12 @@ def _write_report(rows: Path, out: Path, count: int) -> CheckResult:
 
     The same function as ``citemark check``, with the deterministic scorer (no judge:
     a test run reports what code decided). Its headline counts the rows exactly as
-    ``citemark check`` does (`citemark._assertions.citation_outcome`): an abstention
+    ``citemark check`` does (`citemark._judging.assertions.citation_outcome`): an abstention
     cites only the sources it was given (none), named apart; the judge's line says
     ``not asked``, and the next one what was therefore not checked.
     """
-    from citemark._check import run_check  # noqa: PLC0415 - only when a report is asked for
-    from citemark._scorer.scorer import CitationScorer  # noqa: PLC0415
+    from citemark._judging.scorer.scorer import CitationScorer  # noqa: PLC0415
+    from citemark._pipelines.check import run_check  # noqa: PLC0415 - only when a report is asked for
 
     config: dict[str, JsonValue] = {"source": "pytest", "assertions": count}
     return run_check(rows, out, CitationScorer(), config=config)

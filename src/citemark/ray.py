@@ -25,9 +25,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from citemark._errors import RayRunError
-from citemark._public import publish
-from citemark._scale.engine import (
+from citemark._contract.errors import RayRunError
+from citemark._pipelines.scale.engine import (
     CheckBatch,
     ScorerSpec,
     ShardFacts,
@@ -38,7 +37,8 @@ from citemark._scale.engine import (
     split_concurrency,
     start_ray,
 )
-from citemark._scale.engine import _dataset as _shards_dataset
+from citemark._pipelines.scale.engine import _dataset as _shards_dataset
+from citemark._public import publish
 
 if TYPE_CHECKING:
     from ray.data import Dataset

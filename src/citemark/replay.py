@@ -13,11 +13,16 @@ See ``docs/replay.md``.
 
 from __future__ import annotations
 
-from citemark._errors import JudgeReplyNotRecordedError, ReplayError
+from citemark._contract.errors import JudgeReplyNotRecordedError, ReplayError
+from citemark._judging.replay.calls import (
+    JUDGE_CALLS_NAME,
+    CallError,
+    JudgeCall,
+    full_prompt_sha256,
+)
+from citemark._judging.replay.recorder import JudgeCallRecorder, RecordingChat
+from citemark._judging.replay.replay import ReplayChat
 from citemark._public import publish
-from citemark._replay.calls import JUDGE_CALLS_NAME, CallError, JudgeCall, full_prompt_sha256
-from citemark._replay.recording import JudgeCallRecorder, RecordingChat
-from citemark._replay.replay import ReplayChat
 
 __all__ = [
     "JUDGE_CALLS_NAME",

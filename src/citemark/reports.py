@@ -19,16 +19,14 @@ Example:
 
 from __future__ import annotations
 
-from citemark._artifacts import (
+from citemark._contract.artifacts import (
     DEFAULT_RESULTS_DIR,
     ModelIdentity,
     dataset_sha256,
     write_report_atomically,
 )
-from citemark._check.outputs import ArtifactProblem, OutputSetCheck, check_output_set
-from citemark._public import publish
-from citemark._recording import RecordingWarning, RowRecorder, TextWriter
-from citemark._reports import (
+from citemark._pipelines.check.output_set import ArtifactProblem, OutputSetCheck, check_output_set
+from citemark._pipelines.eval_report import (
     CheckSummary,
     EvalReport,
     SynthesisReport,
@@ -36,6 +34,8 @@ from citemark._reports import (
     run_synthesis,
     run_synthesis_sync,
 )
+from citemark._pipelines.live_rows import RecordingWarning, RowRecorder, TextWriter
+from citemark._public import publish
 
 __all__ = [
     "DEFAULT_RESULTS_DIR",

@@ -21,8 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from citemark._public import publish
-from citemark._syntax import (
+from citemark._contract.syntax import (
     ABSTAIN_RULE,
     CITE_RULE,
     DEFAULT_CITATION_PATTERN,
@@ -37,6 +36,7 @@ from citemark._syntax import (
     no_invention_rule,
     source_header,
 )
+from citemark._public import publish
 
 __all__ = [
     "ABSTAIN_RULE",

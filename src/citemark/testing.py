@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, TypeAlias
 
-from citemark._assertions import (
+from citemark._judging.assertions import (
     CITATION_OUTCOMES,
     CitationAssertionError,
     CitationOutcome,

@@ -11,7 +11,7 @@ to none. A question of zero-width spaces is blank; ``str.strip`` alone says it i
 
 from __future__ import annotations
 
-from citemark._render import is_blank
-from citemark._words import counted
+from citemark._contract.blank import is_blank
+from citemark._contract.words import counted
 
 __all__ = ["counted", "is_blank"]

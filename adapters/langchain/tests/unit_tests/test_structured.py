@@ -35,7 +35,7 @@ from citemark import (
     StructuredCitedAnswer,
     SynthesisError,
 )
-from citemark._runs import parse_row
+from citemark._pipelines.readers.citemark_rows import parse_row
 from citemark.reports import RecordingWarning, RowRecorder
 from langchain_citemark import (
     STRUCTURED_CITATION_PROMPT,

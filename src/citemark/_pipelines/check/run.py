@@ -1,0 +1,764 @@
+"""``citemark check``: score recorded pipeline outputs from a JSONL file, in constant memory.
+
+The input is read one line at a time, never whole: each line's bytes go into the
+SHA-256 of the input as they are read, the line is parsed, and rows are scored in
+bounded chunks by `citemark.CitationScorer.score_many`. What is kept between chunks
+does not grow with the input: the counts, the first malformed lines, and at most
+``html_rows`` rendered rows for the page (failed rows first, then un-assessed rows
+with a reason other than ``no_judge``, then the rest, each in input order). Every
+row's full result is streamed to ``rows.jsonl`` as it is scored.
+
+Lines are read as rows by ``citemark._pipelines.readers.citemark_rows.parse_row``.
+A line that is not a row is
+*malformed*: it is recorded with its line number and a structural reason (never its
+text or its keys, which are untrusted), and the other rows are still scored.
+
+Nothing is half-written, and the files appear as a set. Each run makes one run id
+(a UUID4 in hex) that every file names: ``report.json`` (``run_id``), each
+``rows.jsonl`` and ``judge-calls.jsonl`` line, ``report.html`` (a ``<meta>``) and
+``report.junit.xml`` (a ``<property>``). Every file is written to a hidden temporary
+file in the output folder first (`citemark._contract.artifacts.publishing_together`); only
+once all of them, ``report.json`` included, are complete are they renamed into
+place, ``report.json`` last, since it records the SHA-256 of the others. A failure
+before that leaves no temporary file and no new file. A process killed between two
+renames leaves new files beside old ones, which ``check_output_set`` detects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
+
+from citemark._contract.artifacts import (
+    ModelIdentity,
+    citemark_version,
+    publishing_together,
+    remove_on_publish,
+    remove_stale_temporaries,
+    utc_now,
+    write_report_atomically,
+)
+from citemark._contract.errors import NoRowsError
+from citemark._judging.assertions import citation_outcome
+from citemark._judging.scorer.findings import NO_FINDINGS
+from citemark._judging.scorer.result import unassessed, with_findings
+from citemark._judging.scorer.scorer import CitationScorer, ScoreRow, coverage_report
+from citemark._pipelines.check.groups import MAX_GROUPS, OTHER_GROUP, CauseTally, GroupTally
+from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, JudgeCallsSink, recording
+from citemark._pipelines.check.junit import JUNIT_NAME
+from citemark._pipelines.check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME
+from citemark._pipelines.check.page import HtmlSink
+from citemark._pipelines.check.sinks import (
+    FORMATS,
+    ROWS_NAME,
+    CheckedRow,
+    CheckSink,
+    JsonlSink,
+    RunFacts,
+    SinkOptions,
+    opened,
+)
+from citemark._pipelines.check.terminal import printable
+from citemark._pipelines.check.titles import row_title
+from citemark._pipelines.eval_report import (
+    MAX_VIOLATING_LISTED,
+    CheckSummary,
+    CitationHeadline,
+    EvalReport,
+    MalformedLine,
+    VerdictCounts,
+    ViolatingRow,
+)
+from citemark._pipelines.readers import ReadOptions
+from citemark._pipelines.readers._hints import file_hint
+from citemark._pipelines.readers.citemark_rows import (
+    CheckRow,
+    RowOptions,
+    describe_unreadable,
+    parse_recorded,
+    parse_row,
+)
+from citemark._pipelines.readers.provider_rows import (
+    count_provider_citations,
+    with_provider_findings,
+)
+from citemark._pipelines.readers.structured_rows import with_structured_findings
+from citemark._pipelines.scale.parts import remove_dead_parts
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping, Sequence
+
+    from pydantic import JsonValue
+
+    from citemark._judging.replay.recorder import JudgeCallRecorder
+    from citemark._judging.scorer.findings import ScoreFindings
+    from citemark._judging.scorer.scorer import CitationScore
+    from citemark._pipelines.readers import Reader
+
+__all__ = [
+    "DEFAULT_HTML_ROWS",
+    "HTML_NAME",
+    "MAX_MALFORMED_LISTED",
+    "REPORT_NAME",
+    "ROWS_NAME",
+    "CheckResult",
+    "NoRowsError",
+    "finish_outputs",
+    "is_violation",
+    "row_score",
+    "run_check",
+]
+
+MAX_MALFORMED_LISTED: Final = 100
+"""How many malformed lines the summary lists by number; all are counted."""
+
+# Rows are scored in chunks: big enough to keep every judge worker busy most of the
+# time, small enough that a chunk's rows and scores are a constant amount of memory.
+_MIN_CHUNK: Final = 512
+# Block size of the line-counting pass that gives the progress bar its total.
+_COUNT_BLOCK: Final = 1 << 20
+_CHUNK_PER_WORKER: Final = 16
+
+
+class CheckResult(NamedTuple):
+    """What a check produced: the report and where its files are."""
+
+    report: EvalReport
+    """The report, as written to ``report.json``; its ``check`` section is set."""
+    report_path: Path
+    """``report.json``."""
+    html_path: Path
+    """``report.html``."""
+    rows_path: Path
+    """``rows.jsonl``: one result per input line, malformed lines included."""
+    shown: int
+    """How many rows ``report.html`` shows."""
+
+    @property
+    def summary(self) -> CheckSummary:
+        """The report's check section."""
+        assert self.report.check is not None  # noqa: S101 - run_check always sets it
+        return self.report.check
+
+    @property
+    def violations(self) -> int:
+        """Rows failed on a deterministic finding (see `is_violation`)."""
+        return self.summary.deterministic_failures
+
+
+def is_violation(score: CitationScore) -> bool:
+    """Whether a score is a deterministic violation: `CitationScore.is_violation`.
+
+    Kept for callers of the check module; the score owns the definition.
+    """
+    return score.is_violation
+
+
+def run_check(  # noqa: PLR0913 - the options of the command, each with a default
+    path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    scorer: CitationScorer,
+    *,
+    concurrency: int = 32,
+    html_rows: int = DEFAULT_HTML_ROWS,
+    config: Mapping[str, JsonValue] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    formats: Sequence[str] = (),
+    group_by: str | None = None,
+    row_options: RowOptions | None = None,
+    reader: Reader | None = None,
+    read_options: ReadOptions | None = None,
+) -> CheckResult:
+    """Check every row of a JSONL file; write ``rows.jsonl``, ``report.html``, ``report.json``.
+
+    The file is read here, synchronously; each chunk of rows is scored on one
+    event loop kept for the whole run (an `asyncio.Runner`), so a judge's HTTP
+    connections are reused from chunk to chunk and closed at the end.
+
+    Args:
+        path: The input file, one JSON object per line.
+        out_dir: The folder the three files are written to (created if missing).
+        scorer: The scorer; its judge, if any, is advisory.
+        concurrency: How many rows the scorer grades at once.
+        html_rows: How many rows ``report.html`` shows at most (0 for none).
+        config: The run's configuration, recorded in the report as given.
+        progress: Called with rows done and the expected total (the input's line
+            count, counted first in one pass of constant memory): once as each row
+            is scored, and once per malformed line.
+        formats: Optional extra outputs by name (see ``citemark._pipelines.check.sinks.FORMATS``),
+            e.g. ``("junit",)`` for ``report.junit.xml``.
+        group_by: A row field (e.g. ``model``) to break every count down by; see
+            ``citemark._pipelines.check.groups``.
+        row_options: The numbering base and a structured answer's field pointers
+            (default: the scorer's base, ``/answer`` and ``/citations``).
+        reader: A reader of another tool's format (``citemark._pipelines.readers``) that turns
+            the file into rows; None for citemark's own JSONL. The input's SHA-256 is
+            then taken in a first pass over its bytes.
+        read_options: What the reader is told (``--index-base``, ``--map``).
+
+    Returns:
+        The report and the paths of the files.
+
+    Raises:
+        NoRowsError: no line of the input is a readable row; nothing is written.
+        OSError: the input cannot be read or the output folder cannot be written.
+    """
+    source = Path(path)
+    out = Path(out_dir)
+    # With a judge, every call is recorded to judge-calls.jsonl (see judge_calls.py).
+    scorer, recorder = recording(scorer)
+    created_at = utc_now()
+    run_id = uuid.uuid4().hex
+    digest = hashlib.sha256()
+    tally = _Tally(group_by)
+    chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
+    options = row_options or RowOptions(index_base=scorer.index_base)
+    with source.open("rb") as handle, asyncio.Runner() as runner, contextlib.ExitStack() as stack:
+        total = _count_lines(handle) if progress is not None else 0
+        if reader is not None:
+            digest = hashlib.file_digest(handle, "sha256")
+            handle.seek(0)
+        ticker = _Ticker(progress, total)
+        sink_options = start_outputs(stack, out, scorer, html_rows, group_by, run_id)
+        # Each sink is closed from the moment it exists (see `opened`).
+        sinks: list[CheckSink] = [opened(stack, JsonlSink(sink_options))]
+        html = opened(stack, HtmlSink(sink_options))
+        sinks.append(html)
+        sinks.extend(opened(stack, FORMATS[name](sink_options)) for name in formats)
+        if recorder is not None:
+            calls = JudgeCallsSink(sink_options, recorder.next_row, lambda: recorder.loose)
+            sinks.append(opened(stack, calls))
+        chunk: list[CheckRow | MalformedLine] = []
+        if reader is None:
+            rows = _native_rows(handle, digest, group_by, options)
+        else:
+            records = reader(handle, read_options or _NO_READ_OPTIONS)
+            rows = (parse_recorded(record, group_by, options) for record in records)
+        for parsed in rows:
+            chunk.append(parsed)
+            if len(chunk) >= chunk_size:
+                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
+                chunk = []
+        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
+        ticker.finish()
+        summary = tally.summary(scorer)
+        input_sha256 = digest.hexdigest()
+        facts = RunFacts(
+            summary, os.fspath(path), input_sha256, created_at, citemark_version(), run_id
+        )
+        report, report_path = finish_outputs(out, sinks, facts, config)
+    return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
+
+
+def _native_rows(
+    handle: BinaryIO, digest: hashlib._Hash, group_by: str | None, options: RowOptions
+) -> Iterator[CheckRow | MalformedLine]:
+    """The rows of citemark's own JSONL, each line's bytes hashed as it is read.
+
+    When the first line is not a row, the file's content says which ``--from`` reads
+    it (`file_hint`), and that line's reason says so.
+    """
+    hinted = False  # the file is looked at once, at most: at its first line
+    for number, raw in enumerate(handle, start=1):
+        digest.update(raw)
+        parsed = parse_row(number, raw, group_by, options)
+        if parsed is None:
+            continue
+        if not hinted and isinstance(parsed, MalformedLine) and handle.seekable():
+            hint = file_hint(handle)
+            if hint is not None:
+                parsed = parse_row(number, raw, group_by, options, file_hint=hint) or parsed
+        hinted = True
+        yield parsed
+
+
+def start_outputs(  # noqa: PLR0913, PLR0917 - what every sink is built from
+    stack: contextlib.ExitStack,
+    out: Path,
+    scorer: CitationScorer,
+    html_rows: int,
+    group_by: str | None,
+    run_id: str,
+) -> SinkOptions:
+    """Open the output folder for a run and say what its sinks are built from.
+
+    What an earlier, killed run left half-written is removed before this run opens
+    its own temporary files (each AtomicFile also does so for its own name; this
+    covers the formats this run does not write), and so is the parts folder of a
+    killed Ray run (one whose lock no live run holds). Then `publishing_together` is
+    entered on ``stack``, first so that it is left last: every file of the run is
+    published when its sinks are closed and ``report.json`` is sealed, or none is.
+    Both engines start a run here and end it with `finish_outputs`.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out, _OUTPUT_NAMES)
+    remove_dead_parts(out)  # a killed Ray run's parts folder, whichever engine runs now
+    stack.enter_context(publishing_together())
+    return SinkOptions(
+        out, html_rows, scorer.label_pattern, scorer.citation_pattern, group_by, run_id=run_id
+    )
+
+
+def finish_outputs(
+    out: Path,
+    sinks: Sequence[CheckSink],
+    facts: RunFacts,
+    config: Mapping[str, JsonValue] | None,
+) -> tuple[EvalReport, Path]:
+    """Seal every sink's file, then ``report.json``, which names them all.
+
+    Inside `publishing_together` the renames wait for the end of the block, in this
+    order, so ``report.json`` appears last; first, the block removes what another
+    run left under a name this run does not write. Both engines end a run here.
+    """
+    files = {sink.name: sink.finish(facts) for sink in sinks}
+    # The run owns every name a run can write: another run's extra files go with it.
+    remove_on_publish(out / n for n in _OUTPUT_NAMES if n != REPORT_NAME and n not in files)
+    report = EvalReport(
+        created_at=facts.created_at,
+        config=dict(config or {}),
+        input_sha256=facts.input_sha256,
+        check=facts.summary.model_copy(update={"files": files}),
+        run_id=facts.run_id,
+    )
+    return report, write_report_atomically(out / REPORT_NAME, report)
+
+
+# Every file a run may write, so a later run can remove what a killed one left.
+# A new sink adds its file's name here.
+_OUTPUT_NAMES: Final = (REPORT_NAME, ROWS_NAME, HTML_NAME, JUNIT_NAME, JUDGE_CALLS_NAME)
+_NO_READ_OPTIONS: Final = ReadOptions()
+
+
+def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed explicitly
+    chunk: Sequence[CheckRow | MalformedLine],
+    scorer: CitationScorer,
+    runner: asyncio.Runner,
+    concurrency: int,
+    tally: _Tally,
+    sinks: Sequence[CheckSink],
+    ticker: _Ticker,
+    recorder: JudgeCallRecorder | None = None,
+) -> None:
+    rows = [item for item in chunk if isinstance(item, CheckRow)]
+    scored = [row for row in rows if row.unassessed is None]
+    ticker.add(len(chunk) - len(scored))
+    results = (
+        runner.run(
+            scorer.score_many(
+                (ScoreRow(row.answer, row.sources, row.question, row.index_base) for row in scored),
+                concurrency=concurrency,
+                on_scored=ticker.tick,
+            )
+        )
+        if scored
+        else []
+    )
+    if recorder is not None:
+        recorder.end_batch(len(scored))
+    computed = iter(results)
+    results = [
+        row_score(
+            row, None if row.unassessed is not None else next(computed), scorer.strict_markers
+        )
+        for row in rows
+    ]
+    tally.add_scores(results)
+    scores = iter(results)
+    for item in chunk:
+        if isinstance(item, MalformedLine):
+            tally.add_malformed(item)
+            checked = CheckedRow(item, None)
+        else:
+            checked = CheckedRow(item, next(scores))
+            tally.add_grouped(item, checked.score)
+        for sink in sinks:
+            sink.add(checked)
+
+
+def row_score(row: CheckRow, score: CitationScore | None, strict: bool = False) -> CitationScore:
+    """A row's score with what the scorer does not see: provider, structured, reader facts.
+
+    ``score`` is the scorer's, or None for a row a reader left un-assessed; ``strict``
+    is the scorer's ``strict_markers``. Both engines finish every row here.
+    """
+    if score is None:
+        assert row.unassessed is not None  # noqa: S101 - only such rows go unscored
+        return unassessed(row.unassessed, NO_FINDINGS)
+    score = with_provider_findings(score, row.provider)
+    score = with_structured_findings(score, row.structured, strict=strict)
+    if not row.index_base_from_prompt:
+        return score
+    return with_findings(score, score.findings.model_copy(update={"index_base_from_prompt": True}))
+
+
+def _count_lines(handle: BinaryIO) -> int:
+    """How many lines the file holds (a last line without a newline counts), read in blocks."""
+    lines = 0
+    last = b"\n"
+    while block := handle.read(_COUNT_BLOCK):
+        lines += block.count(b"\n")
+        last = block[-1:]
+    handle.seek(0)
+    return lines + (last != b"\n")
+
+
+class _Ticker:
+    """Advances the progress callback in rows: one tick per scored row or malformed line.
+
+    Blank lines are neither, so the total (the line count) can exceed what is ticked;
+    `finish` reports the final count as the total so a bar ends full.
+    """
+
+    def __init__(self, progress: Callable[[int, int], None] | None, total: int) -> None:
+        self._progress = progress
+        self._total = total
+        self._done = 0
+
+    def tick(self) -> None:
+        self.add(1)
+
+    def add(self, rows: int) -> None:
+        if self._progress is None or rows == 0:
+            return
+        self._done += rows
+        self._progress(self._done, self._total)
+
+    def finish(self) -> None:
+        if self._progress is not None:
+            self._progress(self._done, self._done)
+
+
+class _Tally:
+    """The run's counts: everything the summary needs, in constant memory."""
+
+    def __init__(self, group_by: str | None = None) -> None:
+        self.group_by = group_by
+        self.groups = GroupTally()
+        self.causes = CauseTally()
+        self.rows = 0
+        self.outcomes = dict.fromkeys(("passed", "failed", "unassessed"), 0)
+        self.reasons: dict[str, int] = {}
+        self.citations: dict[str, int] = {}
+        self.deterministic = 0
+        self.malformed = 0
+        self.malformed_lines: list[MalformedLine] = []
+        self.judge_calls = 0
+        self.judge_saved = 0
+        self.judge_truncated = 0
+        self.judge_failures: dict[str, int] = {}
+        self.judge_codes: dict[str, int] = {}
+        self.with_unrecognized = 0
+        self.unrecognized_kinds: dict[str, int] = {}
+        self.zero_based = 0
+        self.out_from_zero = 0
+        # The first rows with a violation, named (`ViolatingRow`); bounded.
+        self.violating: list[ViolatingRow] = []
+        self.all_resolve = 0
+        self.unverifiable = 0
+        self.cite_nothing = 0
+        self.violations: dict[str, int] = {}
+        self.provider_rows = 0
+        self.provider_citations: dict[str, int] = {}
+        # The headline: rows by `citation_outcome`, unchecked rows by
+        # reason, and the judge's verdicts on the rows whose outcome it decided.
+        self.citation_outcomes: dict[str, int] = {}
+        self.unchecked_reasons: dict[str, int] = {}
+        self.judge_verdicts: dict[str, int] = {}
+
+    def add_scores(self, scores: list[CitationScore]) -> None:
+        # coverage_report is the scorer's own count; summing its chunk reports keeps
+        # the two from drifting apart.
+        if not scores:
+            return
+        report = coverage_report(scores)
+        self.rows += report["rows"]
+        for key, value in report["outcomes"].items():
+            self.outcomes[key] += value
+        for code, entry in report["reasons"].items():
+            self.reasons[code] = self.reasons.get(code, 0) + entry["count"]
+        for kind, value in report["citations"].items():
+            self.citations[kind] = self.citations.get(kind, 0) + value
+        self.deterministic += sum(1 for score in scores if score.is_violation)
+        for score in scores:
+            findings = score.findings
+            classified = findings.sentence_coverage is not None  # None: not scored at all
+            structured = findings.structured
+            if (
+                classified
+                and not findings.fabricated_citations
+                and not findings.ambiguous_citations
+                and "unsent_document" not in findings.deterministic_failures
+                and (structured is None or not structured.out_of_range)
+            ):
+                self.all_resolve += 1
+                self.cite_nothing += (
+                    not findings.resolved_citations
+                    and not findings.provider_citations
+                    and (structured is None or not structured.citations)
+                )
+            for code in findings.deterministic_failures:
+                self.violations[code] = self.violations.get(code, 0) + 1
+            if findings.unrecognized:
+                self.with_unrecognized += 1
+                for token in findings.unrecognized:
+                    kinds = self.unrecognized_kinds
+                    kinds[token.kind] = kinds.get(token.kind, 0) + 1
+            if findings.unverifiable_sources:
+                self.unverifiable += 1
+            if findings.possible_zero_based_numbering:
+                self.zero_based += 1
+            self.out_from_zero += _out_of_range_from_zero(findings)
+            self.provider_rows += count_provider_citations(findings, self.provider_citations)
+            self._add_judge(score)
+            self._add_headline(score)
+
+    def _add_headline(self, score: CitationScore) -> None:
+        """Count the row's `citation_outcome` and, when the judge decided it, its verdict."""
+        outcome = citation_outcome(score.findings)
+        _count(self.citation_outcomes, outcome)
+        if outcome == "unchecked" and score.reason is not None:
+            _count(self.unchecked_reasons, score.reason)
+        if score.findings.judge_called and outcome != "violation":
+            verdict = {"passed": "faithful", "failed": "unfaithful"}.get(score.outcome, "unusable")
+            _count(self.judge_verdicts, verdict)
+
+    def _add_judge(self, score: CitationScore) -> None:
+        findings = score.findings
+        self.judge_calls += findings.judge_called
+        self.judge_saved += findings.judge_skipped
+        self.judge_truncated += findings.judge_reply_truncated
+        failure = findings.judge_error
+        if failure is not None:
+            _count(self.judge_failures, failure.reason)
+            if failure.provider_code is not None:
+                _count(self.judge_codes, failure.provider_code)
+
+    def add_grouped(self, row: CheckRow, score: CitationScore | None) -> None:
+        """Count a scored row by its group and by its failure's cause."""
+        if score is None:
+            return
+        if score.findings.violated and len(self.violating) < MAX_VIOLATING_LISTED:
+            self.violating.append(_violating_row(row, score))
+        group = None if self.group_by is None else self.groups.group_of(row.group)
+        if group is not None:
+            self.groups.add(group, score)
+        self.causes.add(score, group)
+
+    def add_malformed(self, item: MalformedLine) -> None:
+        self.malformed += 1
+        if len(self.malformed_lines) < MAX_MALFORMED_LISTED:
+            self.malformed_lines.append(item)
+
+    # --- merging shard tallies (the Ray engine, citemark._pipelines.scale) ---
+    def merge(self, later: _Tally) -> None:
+        """Add the counts of ``later``, a tally of the rows that follow this one's in the input.
+
+        What the Ray engine's driver does with each shard's tally, in input order, so that
+        the merged tally equals the one a single pass would have kept. It works over the
+        fields generically (`_merged`): integers add, counters (dicts of integers, nested
+        or not, in first-seen order) add key by key, the listed malformed lines extend up
+        to `MAX_MALFORMED_LISTED`, and the group and cause tallies merge field by field,
+        after ``later``'s groups past the first `MAX_GROUPS` names are folded into
+        ``(other)`` (`_fold_groups`). A new count field of these kinds needs nothing here.
+
+        Raises:
+            ValueError: the two tallies group by different fields.
+        """
+        if later.group_by != self.group_by:
+            msg = "tallies of one run group by one field"
+            raise ValueError(msg)
+        _fold_groups(self, later)
+        for name, value in vars(later).items():
+            setattr(self, name, _merged(getattr(self, name), value))
+
+    # --- end of merging shard tallies ---
+    def require_rows(self) -> None:
+        """Raise NoRowsError if no row was read, naming the first malformed lines' reasons."""
+        if self.rows == 0:
+            # Every listed line's reason, grouped: when no line is readable
+            # the file is likely another tool's, and the reasons say which --from.
+            msg = (
+                "the input holds no readable row"
+                if self.malformed == 0
+                else "no line of the input is a readable row: "
+                + describe_unreadable(self.malformed, self.malformed_lines)
+            )
+            raise NoRowsError(msg)
+
+    def summary(self, scorer: CitationScorer) -> CheckSummary:
+        """The run's summary, naming the scorer's judge; NoRowsError if no row was read."""
+        self.require_rows()
+        judge = None
+        if scorer.judge is not None:
+            judge = ModelIdentity(
+                provider=scorer.judge.provider,
+                model=scorer.judge.model_name,
+                prompt_sha256=scorer.prompt_sha256,
+            )
+        return CheckSummary(
+            rows=self.rows,
+            passed=self.outcomes["passed"],
+            failed=self.outcomes["failed"],
+            unassessed=self.outcomes["unassessed"],
+            deterministic_failures=self.deterministic,
+            reasons=dict(sorted(self.reasons.items(), key=lambda item: (-item[1], item[0]))),
+            judge=judge,
+            malformed=self.malformed,
+            malformed_lines=tuple(self.malformed_lines),
+            citations=self.citations,
+            judge_calls=self.judge_calls,
+            judge_calls_saved=self.judge_saved,
+            judge_failures=_by_count(self.judge_failures),
+            judge_provider_codes=_by_count(self.judge_codes),
+            judge_replies_truncated=self.judge_truncated,
+            rows_with_unrecognized=self.with_unrecognized,
+            unrecognized=dict(
+                sorted(self.unrecognized_kinds.items(), key=lambda item: (-item[1], item[0]))
+            ),
+            possible_zero_based_numbering=self.zero_based,
+            out_of_range_numbered_from_zero=self.out_from_zero,
+            violating_rows=tuple(self.violating[:MAX_VIOLATING_LISTED]),
+            citations_all_resolve=self.all_resolve,
+            rows_with_unverifiable_sources=self.unverifiable,
+            citations_all_resolve_none_cited=self.cite_nothing,
+            violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
+            rows_with_provider_citations=self.provider_rows,
+            provider_citations=_by_count(self.provider_citations),
+            failure_causes=self.causes.summary(),
+            group_by=self.group_by,
+            groups=self.groups.summary() if self.group_by is not None else {},
+            headline=self._headline(),
+            judge_verdicts=(
+                None if judge is None else VerdictCounts.model_validate(self.judge_verdicts)
+            ),
+        )
+
+    def _headline(self) -> CitationHeadline:
+        outcomes = self.citation_outcomes
+        return CitationHeadline(
+            rows=self.rows,
+            cite_only_given_sources=outcomes.get("cited", 0) + outcomes.get("cites_nothing", 0),
+            cite_nothing=outcomes.get("cites_nothing", 0),
+            violations=outcomes.get("violation", 0),
+            unchecked=outcomes.get("unchecked", 0),
+            unchecked_reasons=_by_count(self.unchecked_reasons),
+            unreadable_lines=self.malformed,
+        )
+
+
+# How many offending markers a named violating row lists, and how long each may be.
+_MARKERS_LISTED: Final = 5
+_MARKER_CHARS: Final = 32
+
+
+def _violating_row(row: CheckRow, score: CitationScore) -> ViolatingRow:
+    """A row with a violation, named for the terminal: title, line, codes, markers."""
+    labels = dict.fromkeys(m.label for m in score.findings.fabricated_citations)
+    markers = tuple(printable(label)[:_MARKER_CHARS] for label in labels)
+    return ViolatingRow(
+        line=row.line,
+        title=row_title(row.id, row.question, row.line, opaque=_per_run_id(row)),
+        codes=tuple(score.findings.deterministic_failures),
+        markers=markers[:_MARKERS_LISTED],
+    )
+
+
+def _per_run_id(row: CheckRow) -> bool:
+    """Whether the row's id names one run only (``id_scope`` ``run``, where rows carry it)."""
+    return getattr(row, "id_scope", None) == "run"
+
+
+def _out_of_range_from_zero(findings: ScoreFindings) -> int:
+    """1 when a 1-based row, every marker in range, cites its last source's number.
+
+    Numbered from 0, that marker would name no source: the side of the numbering
+    hint that ``possible_zero_based_numbering`` does not count. Constant memory: one
+    pass over the row's resolved markers.
+    """
+    if findings.index_base != 1 or findings.sentence_coverage is None:
+        return 0
+    if findings.fabricated_citations or findings.possible_zero_based_numbering:
+        return 0
+    last = len(findings.labels) + len(findings.excluded_labels)
+    return int(any(c.label.isdigit() and int(c.label) == last for c in findings.resolved_citations))
+
+
+def _count(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+def _by_count(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+# --- merging shard tallies (the Ray engine, citemark._pipelines.scale) ---
+def _merged(mine: object, theirs: object) -> object:
+    """``theirs`` added into ``mine``: numbers add, counters and nested tallies key by key.
+
+    A dict adds its values key by key (a key first seen in ``theirs`` keeps its place
+    after ``mine``'s keys, as a single pass would have seen it); a list is a bounded
+    first-N list (the malformed lines) and keeps its first `MAX_MALFORMED_LISTED`
+    items; a set is a union; a string or None is a setting both share; any other
+    object (`GroupTally`, `CauseTally` and what they hold) merges field by field.
+    """
+    if isinstance(mine, bool) or mine is None or isinstance(mine, str):
+        return mine
+    if isinstance(mine, int) and isinstance(theirs, int):
+        return mine + theirs
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for key, value in theirs.items():
+            mine[key] = _merged(mine[key], value) if key in mine else value
+        return mine
+    if isinstance(mine, list) and isinstance(theirs, list):
+        return (mine + theirs)[:MAX_MALFORMED_LISTED]
+    if isinstance(mine, set) and isinstance(theirs, set):
+        return mine | theirs
+    for name, value in vars(theirs).items():
+        setattr(mine, name, _merged(getattr(mine, name), value))
+    return mine
+
+
+def _fold_groups(earlier: _Tally, later: _Tally) -> None:
+    """Rename ``later``'s groups that a single pass would have counted in ``(other)``.
+
+    The first `MAX_GROUPS` distinct names in input order are counted by name: those
+    of ``earlier``, then ``later``'s new ones in the order it first saw them, until
+    there are `MAX_GROUPS`. Every dict of the group tally is keyed by group, and every
+    dict of dicts of the cause tally by cause, then group: their keys are renamed.
+    """
+    seen = set(vars(vars(earlier.groups)["_names"])["_seen"])
+    renames: dict[str, str] = {}
+    for name in vars(later.groups)["_counts"]:
+        if name in seen or name == OTHER_GROUP:
+            continue
+        if len(seen) < MAX_GROUPS:
+            seen.add(name)
+        else:
+            renames[name] = OTHER_GROUP
+    if not renames:
+        return
+    for name, value in vars(later.groups).items():
+        if isinstance(value, dict):
+            setattr(later.groups, name, _renamed(value, renames))
+    vars(vars(later.groups)["_names"])["_seen"].difference_update(renames)
+    for name, value in vars(later.causes).items():
+        if isinstance(value, dict) and all(isinstance(inner, dict) for inner in value.values()):
+            setattr(later.causes, name, {k: _renamed(v, renames) for k, v in value.items()})
+
+
+def _renamed(counts: dict[str, object], renames: dict[str, str]) -> dict[str, object]:
+    """``counts`` with keys renamed, the values of keys that meet merged (`_merged`)."""
+    out: dict[str, object] = {}
+    for key, value in counts.items():
+        new = renames.get(key, key)
+        out[new] = _merged(out[new], value) if new in out else value
+    return out
+
+
+# --- end of merging shard tallies ---
