@@ -90,6 +90,76 @@ class TestNarrowTopLevel:
         for name in citemark._MOVED:
             assert f"``{name}``" in citemark.__doc__, name
 
+    def test_the_top_level_names_are_these(self):
+        """The public API: the names 0.2 had, less those moved under the deprecation rule."""
+        assert sorted(citemark.__all__) == [
+            "BM25Retriever",
+            "BlankQueryError",
+            "CalibrationError",
+            "ChatConfigError",
+            "ChatError",
+            "ChatModel",
+            "Citation",
+            "CitationScore",
+            "CitationScorer",
+            "CitedAnswer",
+            "CitemarkError",
+            "Completion",
+            "DEFAULT_JUDGE_PROMPT",
+            "DEFAULT_REWRITE_PROMPT",
+            "DEFAULT_SYNTHESIS_PROMPT",
+            "DocumentReader",
+            "FaithfulnessJudge",
+            "FaithfulnessVerdict",
+            "FileReader",
+            "JudgeError",
+            "LabelSetError",
+            "MappingReader",
+            "MarkerOccurrence",
+            "MarkerOutOfRangeError",
+            "MaskedSpan",
+            "MissingExtraError",
+            "NoRowsError",
+            "NoSourcesError",
+            "OpenAIChat",
+            "QueryRewriteError",
+            "QueryRewriter",
+            "QuoteNotInSourceError",
+            "RedactingChat",
+            "RedactionReport",
+            "ScoreRow",
+            "Source",
+            "StreamingResolver",
+            "StrictJSONError",
+            "StructuredAnswerError",
+            "StructuredCitation",
+            "StructuredCitedAnswer",
+            "StructuredFindings",
+            "SynthesisError",
+            "Synthesizer",
+            "TruncatedAnswerError",
+            "UnrecognizedCitationError",
+            "UnrecognizedToken",
+            "Verification",
+            "check_structured",
+            "find_unrecognized",
+            "indent_block",
+            "locate_span",
+            "masked_spans",
+            "parse_markers",
+            "recover_numbering",
+            "render_prompt",
+            "render_sources",
+            "resolve",
+            "resolve_structured",
+            "verify_citation",
+        ]
+
+    def test_at_most_45_top_level_names_besides_errors(self):
+        """The top level stays narrow; the rest lives in the public domain modules."""
+        names = [name for name in citemark.__all__ if not name.endswith("Error")]
+        assert len(names) <= 45
+
     def test_an_unknown_name_is_still_an_attribute_error(self):
         """The deprecation hook serves only moved names."""
         with pytest.raises(AttributeError):

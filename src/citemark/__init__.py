@@ -25,13 +25,18 @@ here for one release (0.2), without a warning; import them from their new homes.
 - from `citemark.reports`: ``DEFAULT_RESULTS_DIR``, ``CheckSummary``,
   ``ModelIdentity``, ``VerdictCounts``, ``dataset_sha256``, ``run_synthesis``,
   ``run_synthesis_sync``, ``write_report_atomically``.
+
+Moved in the release after 0.2, under the same rule (they import from here, without a
+warning, for one more release): ``EchoReport`` and ``run_echo_check`` to
+`citemark.echo`, ``EvalReport`` and ``SynthesisReport`` to `citemark.reports`,
+``coverage_report`` to `citemark.evaluation`.
 """
 
 import importlib as _importlib
 import typing as _typing
 from typing import Any as _Any
 
-from citemark._errors import (
+from citemark._contract.errors import (
     BlankQueryError,
     CalibrationError,
     ChatConfigError,
@@ -51,43 +56,41 @@ from citemark._errors import (
     TruncatedAnswerError,
     UnrecognizedCitationError,
 )
-from citemark._markers import MarkerOccurrence, MaskedSpan, masked_spans, parse_markers
-from citemark._models import Citation, CitedAnswer, Source, UnrecognizedToken
-from citemark._nearmiss import find_unrecognized
-from citemark._render import (
+from citemark._contract.models import Citation, CitedAnswer, Source, UnrecognizedToken
+from citemark._markers.grammar import MarkerOccurrence, MaskedSpan, masked_spans, parse_markers
+from citemark._markers.nearmiss import find_unrecognized
+from citemark._markers.resolve import resolve
+from citemark._sources.render import (
     DEFAULT_SYNTHESIS_PROMPT,
     indent_block,
     recover_numbering,
     render_prompt,
     render_sources,
 )
-from citemark._resolve import resolve
 
 if _typing.TYPE_CHECKING:
-    from citemark._chat import OpenAIChat
-    from citemark._completion import ChatModel, Completion
-    from citemark._echo.run import EchoReport, run_echo_check
-    from citemark._judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
-    from citemark._redaction import RedactingChat, RedactionReport
-    from citemark._reports import EvalReport, SynthesisReport
-    from citemark._retrieval import BM25Retriever
-    from citemark._scorer.scorer import CitationScore, CitationScorer, ScoreRow, coverage_report
-    from citemark._stream import StreamingResolver
-    from citemark._structured import (
-        StructuredCitation,
-        StructuredCitedAnswer,
-        StructuredFindings,
-        check_structured,
-        resolve_structured,
-    )
-    from citemark._synthesis import DEFAULT_REWRITE_PROMPT, QueryRewriter, Synthesizer
-    from citemark._verify import (
+    from citemark._judging.judge import DEFAULT_JUDGE_PROMPT, FaithfulnessJudge, FaithfulnessVerdict
+    from citemark._judging.scorer.scorer import CitationScore, CitationScorer, ScoreRow
+    from citemark._markers.stream import StreamingResolver
+    from citemark._model.chat import OpenAIChat
+    from citemark._model.completion import ChatModel, Completion
+    from citemark._model.redaction import RedactingChat, RedactionReport
+    from citemark._model.synthesis import DEFAULT_REWRITE_PROMPT, QueryRewriter, Synthesizer
+    from citemark._sources.retrieval import BM25Retriever
+    from citemark._sources.spans import (
         DocumentReader,
         FileReader,
         MappingReader,
         Verification,
         locate_span,
         verify_citation,
+    )
+    from citemark._sources.structured import (
+        StructuredCitation,
+        StructuredCitedAnswer,
+        StructuredFindings,
+        check_structured,
+        resolve_structured,
     )
 
 __all__ = [
@@ -107,8 +110,6 @@ __all__ = [
     "CitemarkError",
     "Completion",
     "DocumentReader",
-    "EchoReport",
-    "EvalReport",
     "FaithfulnessJudge",
     "FaithfulnessVerdict",
     "FileReader",
@@ -136,14 +137,12 @@ __all__ = [
     "StructuredCitedAnswer",
     "StructuredFindings",
     "SynthesisError",
-    "SynthesisReport",
     "Synthesizer",
     "TruncatedAnswerError",
     "UnrecognizedCitationError",
     "UnrecognizedToken",
     "Verification",
     "check_structured",
-    "coverage_report",
     "find_unrecognized",
     "indent_block",
     "locate_span",
@@ -154,7 +153,6 @@ __all__ = [
     "render_sources",
     "resolve",
     "resolve_structured",
-    "run_echo_check",
     "verify_citation",
 ]
 
@@ -165,20 +163,19 @@ __version__ = "0.1.0"
 # built), the judge, the scorer, echo and the reports stay out of `import citemark`,
 # which loads the contract alone.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("ChatModel", "Completion"), "citemark._completion"),
-    "OpenAIChat": "citemark._chat",
-    **dict.fromkeys(("EchoReport", "run_echo_check"), "citemark._echo.run"),
+    **dict.fromkeys(("ChatModel", "Completion"), "citemark._model.completion"),
+    "OpenAIChat": "citemark._model.chat",
     **dict.fromkeys(
-        ("DEFAULT_JUDGE_PROMPT", "FaithfulnessJudge", "FaithfulnessVerdict"), "citemark._judge"
+        ("DEFAULT_JUDGE_PROMPT", "FaithfulnessJudge", "FaithfulnessVerdict"),
+        "citemark._judging.judge",
     ),
-    **dict.fromkeys(("RedactingChat", "RedactionReport"), "citemark._redaction"),
-    **dict.fromkeys(("EvalReport", "SynthesisReport"), "citemark._reports"),
-    "BM25Retriever": "citemark._retrieval",
+    **dict.fromkeys(("RedactingChat", "RedactionReport"), "citemark._model.redaction"),
+    "BM25Retriever": "citemark._sources.retrieval",
     **dict.fromkeys(
-        ("CitationScore", "CitationScorer", "ScoreRow", "coverage_report"),
-        "citemark._scorer.scorer",
+        ("CitationScore", "CitationScorer", "ScoreRow"),
+        "citemark._judging.scorer.scorer",
     ),
-    "StreamingResolver": "citemark._stream",
+    "StreamingResolver": "citemark._markers.stream",
     **dict.fromkeys(
         (
             "StructuredCitation",
@@ -187,10 +184,10 @@ _LAZY: dict[str, str] = {
             "check_structured",
             "resolve_structured",
         ),
-        "citemark._structured",
+        "citemark._sources.structured",
     ),
     **dict.fromkeys(
-        ("DEFAULT_REWRITE_PROMPT", "QueryRewriter", "Synthesizer"), "citemark._synthesis"
+        ("DEFAULT_REWRITE_PROMPT", "QueryRewriter", "Synthesizer"), "citemark._model.synthesis"
     ),
     **dict.fromkeys(
         (
@@ -201,7 +198,7 @@ _LAZY: dict[str, str] = {
             "locate_span",
             "verify_citation",
         ),
-        "citemark._verify",
+        "citemark._sources.spans",
     ),
 }
 
@@ -248,7 +245,9 @@ _MOVED: dict[str, str] = {
             "EchoPlan",
             "PlannedCase",
             "plan_echo",
+            "run_echo_check",
             "run_echo_check_sync",
+            "EchoReport",
         ),
         "citemark.echo",
     ),
@@ -256,6 +255,8 @@ _MOVED: dict[str, str] = {
         (
             "DEFAULT_RESULTS_DIR",
             "CheckSummary",
+            "EvalReport",
+            "SynthesisReport",
             "ModelIdentity",
             "VerdictCounts",
             "dataset_sha256",
@@ -265,6 +266,7 @@ _MOVED: dict[str, str] = {
         ),
         "citemark.reports",
     ),
+    "coverage_report": "citemark.evaluation",
 }
 
 
