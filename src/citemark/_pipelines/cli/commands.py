@@ -60,6 +60,7 @@ from citemark._pipelines.cli.console import (
     print_calibration,
     print_check,
     print_echo,
+    print_support_measurement,
 )
 from citemark._pipelines.readers import Reader, ReadOptions, reader_for
 from citemark._pipelines.readers.citemark_rows import RowOptions
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
     from citemark._judging.calibration.run import CalibrationReport
+    from citemark._judging.calibration.support import SupportMeasurement
     from citemark._judging.echo.run import EchoReport
     from citemark._model.chat import OpenAIChat
     from citemark._model.completion import ChatModel
@@ -744,6 +746,49 @@ def _calibrate_run(args: argparse.Namespace) -> int:
     return code
 
 
+def _calibrate_support(args: argparse.Namespace) -> int:
+    """``citemark calibrate support``: a verifier's agreement with ExpertQA's labels."""
+    from citemark._judging.calibration.support import measure_support  # noqa: PLC0415
+    from citemark._judging.verifiers.choose import (  # noqa: PLC0415
+        build_verifier,
+        parse_verifier_spec,
+    )
+
+    if not args.labels.is_file():
+        msg = "EXPERTQA.jsonl must name an existing file"
+        raise UsageError(msg)
+    try:
+        spec = parse_verifier_spec(args.verifier)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    chat = _judge_chat(args, required=spec.kind == "judge")
+    try:
+        verifier = build_verifier(spec, chat=chat)
+    except (ValueError, MissingExtraError) as exc:
+        raise UsageError(str(exc)) from None
+
+    async def measure() -> SupportMeasurement:
+        try:
+            return await measure_support(args.labels, verifier, mapping=args.mapping)
+        finally:
+            await verifier.aclose()
+            if chat is not None:
+                await chat.aclose()
+
+    try:
+        measured = asyncio.run(measure())
+    except LabelSetError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        msg = f"cannot read the labels: {exc.strerror or type(exc).__name__}"
+        raise UsageError(msg) from None
+    if args.json:
+        print_json({"exit_code": EXIT_OK, **measured.as_dict()})
+        return EXIT_OK
+    print_support_measurement(measured)
+    return EXIT_OK
+
+
 def _read_labels(path: Path) -> LabelSet:
     if not path.is_file():
         msg = "LABELS.json must name an existing file"
@@ -774,5 +819,6 @@ COMMANDS: Final[dict[str, Callable[[argparse.Namespace], int]]] = {
     "echo": _echo,
     "register": _register,
     "calibrate_run": _calibrate_run,
+    "calibrate_support": _calibrate_support,
 }
 """Each command by the name the parser records."""

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from citemark._judging.calibration.run import CalibrationReport
+    from citemark._judging.calibration.support import SupportMeasurement
     from citemark._judging.echo.run import EchoReport
     from citemark._pipelines.check import CheckResult
     from citemark._pipelines.eval_report import CheckSummary
@@ -349,3 +350,40 @@ def print_calibration(report: CalibrationReport, measurement: Path | None) -> No
     )
     verdict = "met" if report.threshold_met else "not met"
     console.print(_text(f"threshold {verdict} (a report, not a gate); measurement: {measurement}"))
+
+
+def print_support_measurement(measured: SupportMeasurement) -> None:
+    """Print a verifier's agreement with human claim labels, per class, with its identity."""
+    console = output_console()
+    agreement, read = measured.agreement, measured.counts
+    console.print(
+        _text(
+            f"support verifier, advisory: {measured.verifier.label()} on {measured.labels} "
+            f"(mapping {measured.mapping})",
+            style="bold",
+        )
+    )
+    left_out = read.claims - read.entailed - read.not_entailed
+    console.print(
+        _text(
+            f"claims: {read.claims} read, {read.entailed} labelled entailed, "
+            f"{read.not_entailed} not, {left_out} left out by the mapping or for want of "
+            f"evidence text; {measured.unjudged} unjudged by the verifier"
+        )
+    )
+    table = Table()
+    for column in ("class", "precision", "recall"):
+        table.add_column(column)
+    for name, figures in (("entailed", agreement.faithful), ("not entailed", agreement.unfaithful)):
+        table.add_row(name, _figure(figures.precision), _figure(figures.recall))
+    console.print(table)
+    console.print(
+        _text(
+            f"agreement {_figure(agreement.agreement_rate)}, Cohen's kappa "
+            f"{_figure(agreement.kappa)} over {agreement.items} claims (a report, not a gate)"
+        )
+    )
+
+
+def _figure(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"

@@ -34,6 +34,7 @@ from citemark._contract.artifacts import DEFAULT_RESULTS_DIR, citemark_version
 from citemark._contract.errors import ChatError
 from citemark._contract.syntax import DEFAULT_CITATION_PATTERN, DEFAULT_LABEL_PATTERN
 from citemark._judging.calibration.agreement import Metric
+from citemark._judging.calibration.support import MAPPINGS as SUPPORT_MAPPINGS
 from citemark._judging.echo.plan import DEFAULT_ECHO_CASES, ECHO_REPORT_NAME
 from citemark._pipelines.check.names import DEFAULT_HTML_ROWS, OUTPUT_FORMATS
 from citemark._pipelines.check.terminal import printable
@@ -429,6 +430,38 @@ def _calibrate_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     _generation_options(run, max_tokens=JUDGE_MAX_TOKENS, seed_flag="--seed")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.set_defaults(run="calibrate_run")
+
+    support = actions.add_parser(
+        "support",
+        help="measure a support verifier against ExpertQA's human claim labels",
+        description=(
+            "Ask the verifier once per labelled claim of an ExpertQA lfqa file (does the "
+            "cited evidence entail the claim?) and print its agreement with the labels: "
+            "rate, Cohen's kappa, and precision and recall per class. Advisory: a report, "
+            "never a gate."
+        ),
+    )
+    support.add_argument(
+        "labels", type=Path, metavar="EXPERTQA.jsonl", help="an ExpertQA data/lfqa split"
+    )
+    support.add_argument(
+        "--verifier",
+        required=True,
+        metavar="KIND",
+        help="lexical (no model), nli:PATH (an ONNX NLI model folder) or judge "
+        "(the --judge-* endpoint)",
+    )
+    support.add_argument(
+        "--mapping",
+        choices=sorted(SUPPORT_MAPPINGS),
+        default="complete-vs-rest",
+        help="which labels count as entailed and not (default complete-vs-rest: Complete "
+        "is entailed, any other label is not)",
+    )
+    _judge_options(support, required=False)
+    _generation_options(support, max_tokens=JUDGE_MAX_TOKENS, seed_flag="--seed")
+    support.add_argument("--json", action="store_true", help="print one JSON object")
+    support.set_defaults(run="calibrate_support")
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
