@@ -28,6 +28,7 @@ drawn once, here and in ``docs/errors.md``::
     ├── RayRunError               a Ray run lost a worker or its node
     ├── ProviderResponseError     a provider response is not of its documented shape
     ├── OffsetUnitError           an offset fell inside a character or out of range
+    ├── VerifierError             a support verifier cannot be built or used
     └── MissingExtraError         a feature needs an extra that is not installed
 
 `QueryRewriteError`, `JudgeError` and `ChatError` are siblings of
@@ -83,6 +84,7 @@ __all__ = [
     "SynthesisError",
     "TruncatedAnswerError",
     "UnsentDocumentError",
+    "VerifierError",
 ]
 
 # Integers with more digits than this are described by their length in messages:
@@ -677,6 +679,35 @@ class RayRunError(CitemarkError):
     def __reduce__(self) -> tuple[type[RayRunError], tuple[str, str]]:
         """Pickle with the reason, which the constructor needs."""
         return (type(self), (str(self), self.reason))
+
+
+class VerifierError(CitemarkError, ValueError):
+    """Raised when a support verifier cannot be built from what it was given, or is used closed.
+
+    The ``nli`` verifier's model folder lacks a file, holds one that cannot be read,
+    or a label map that is not two- or three-way with one entailment label; its graph's
+    inputs or output do not fit; no window is known. The message names the file and
+    counts, never a label, a passage or a claim. It is also a `ValueError`.
+
+    Attributes:
+        reason: A code: ``missing_file``, ``bad_config``, ``bad_label_map``,
+            ``unreadable_model``, ``unreadable_tokenizer``, ``bad_model_inputs``,
+            ``bad_model_output``, ``no_window``, ``closed``.
+        file: The file the problem is in (a name such as ``config.json``), or None.
+    """
+
+    reason: str
+    file: str | None
+
+    def __init__(self, reason: str, message: str, file: str | None = None) -> None:
+        """Create the error from its code, its structural message and its file name."""
+        super().__init__(message)
+        self.reason = reason
+        self.file = file
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the constructor's arguments."""
+        return (type(self), (self.reason, str(self), self.file))
 
 
 class MissingExtraError(CitemarkError, ImportError):
