@@ -426,6 +426,8 @@ def cause_outcome_word(outcome: str, *, judged: bool) -> str:
 def unchecked_scope_text(summary: CheckSummary) -> str | None:
     """Without a judge, what was not checked: ``None`` when a judge ran.
 
+    With a support verifier and no judge, the line is the verifier's advisory figures.
+
     Example:
         ```python
         from citemark._pipelines.eval_report import CheckSummary, unchecked_scope_text
@@ -436,6 +438,8 @@ def unchecked_scope_text(summary: CheckSummary) -> str | None:
     """
     if summary.judge is not None:
         return None
+    if summary.support is not None:
+        return summary.support.text()
     return "not checked without a judge: whether a cited source supports its sentence"
 
 
@@ -470,6 +474,45 @@ def zero_based_text(summary: CheckSummary) -> str | None:
     if into > out:
         return text + " (try --index-base 0)"
     return text + " (keep the 1-based numbering)"
+
+
+class SupportSummary(BaseModel):
+    """A check's advisory citation support: ALCE's recall and precision, with what judged.
+
+    Means over the rows that have a figure, as ALCE reports a run. Never part of the
+    headline or the exit code: a verifier gates nothing without a calibration.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    verifier: dict[str, str]
+    """The verifier's identity: kind, name, version, digest."""
+    recall: float | None
+    """Mean citation recall over the rows with one; None when no row has one."""
+    precision: float | None
+    """Mean citation precision over the rows with one; None when no row has one."""
+    rows: int
+    """Rows the verifier looked at."""
+    sentences: int
+    """Sentences in those rows."""
+    unjudged_sentences: int = 0
+    """Sentences left out for want of a verdict."""
+    unjudged_citations: int = 0
+    """Citations left out for want of a verdict."""
+    reattributed: int = 0
+    """Citations not supported by their source for which another given source was."""
+    premises: int = 0
+    """Distinct entailment questions asked."""
+
+    def text(self) -> str:
+        """The report line: ``support, advisory, verifier lexical sha256:…: citation …``."""
+        recall = "n/a" if self.recall is None else f"{self.recall:.2f}"
+        precision = "n/a" if self.precision is None else f"{self.precision:.2f}"
+        label = f"{self.verifier.get('kind', '?')} {self.verifier.get('digest', '')[:19]}"
+        return (
+            f"support, advisory, verifier {label}: citation recall {recall}, precision "
+            f"{precision} over {counted(self.sentences, 'sentence')}"
+        )
 
 
 class CheckSummary(BaseModel):
@@ -600,6 +643,11 @@ class CheckSummary(BaseModel):
     """The judge's verdicts on the rows whose outcome it decided (those no check made
     in code failed): ``faithful`` passed, ``unfaithful`` failed, ``unusable`` left
     un-assessed. ``None`` when no judge was asked."""
+
+    support: SupportSummary | None = None
+    """With ``--verifier``: the advisory citation support (ALCE recall and precision)
+    and the verifier's identity; ``None`` when no verifier was asked. It never changes
+    the headline or the exit code."""
 
 
 class EvalReport(BaseModel):

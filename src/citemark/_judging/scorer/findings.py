@@ -267,6 +267,10 @@ class ScoreFindings(_Finding):
     index_base_from_prompt: bool = False
     """Whether ``index_base`` was read off the numbering the row's recorded prompt shows
     (``citemark check --from``), rather than given by an option or a row field."""
+    support: dict[str, JsonValue] | None = None
+    """With ``citemark check --verifier``: the row's advisory citation support (ALCE
+    recall and precision, each sentence's and citation's verdict, re-attributions and
+    the verifier's identity); None otherwise. It never changes the row's outcome."""
 
     @property
     def violated(self) -> bool:

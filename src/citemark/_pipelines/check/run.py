@@ -32,7 +32,7 @@ import hashlib
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple, TypeAlias
 
 from citemark._contract.artifacts import (
     ModelIdentity,
@@ -63,6 +63,7 @@ from citemark._pipelines.check.sinks import (
     SinkOptions,
     opened,
 )
+from citemark._pipelines.check.support import SupportTally, with_support
 from citemark._pipelines.check.terminal import printable
 from citemark._pipelines.check.titles import row_title
 from citemark._pipelines.eval_report import (
@@ -98,7 +99,13 @@ if TYPE_CHECKING:
     from citemark._judging.replay.recorder import JudgeCallRecorder
     from citemark._judging.scorer.findings import ScoreFindings
     from citemark._judging.scorer.scorer import CitationScore
+    from citemark._judging.verifiers.base import Verifier
     from citemark._pipelines.readers import Reader
+
+    # A step run on each chunk's scores before they are counted (the support verifier's).
+    _Augment: TypeAlias = Callable[
+        [Sequence[CheckRow], Sequence[CitationScore]], list[CitationScore]
+    ]
 
 __all__ = [
     "DEFAULT_HTML_ROWS",
@@ -173,6 +180,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     row_options: RowOptions | None = None,
     reader: Reader | None = None,
     read_options: ReadOptions | None = None,
+    verifier: Verifier | None = None,
 ) -> CheckResult:
     """Check every row of a JSONL file; write ``rows.jsonl``, ``report.html``, ``report.json``.
 
@@ -200,6 +208,9 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
             the file into rows; None for citemark's own JSONL. The input's SHA-256 is
             then taken in a first pass over its bytes.
         read_options: What the reader is told (``--index-base``, ``--map``).
+        verifier: A support verifier (``--verifier``): each assessed row's citation
+            recall and precision go to ``rows.jsonl`` and the run's means to the
+            summary, all advisory. The caller closes it.
 
     Returns:
         The report and the paths of the files.
@@ -218,7 +229,23 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     tally = _Tally(group_by)
     chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
     options = row_options or RowOptions(index_base=scorer.index_base)
+    support = None if verifier is None else SupportTally(verifier.identity.as_dict())
     with source.open("rb") as handle, asyncio.Runner() as runner, contextlib.ExitStack() as stack:
+        augment: _Augment | None = None
+        if verifier is not None and support is not None:
+
+            def augment(
+                rows: Sequence[CheckRow], scores: Sequence[CitationScore]
+            ) -> list[CitationScore]:
+                return with_support(
+                    rows,
+                    scores,
+                    verifier=verifier,
+                    runner=runner,
+                    tally=support,
+                    index_base=scorer.index_base,
+                )
+
         total = _count_lines(handle) if progress is not None else 0
         if reader is not None:
             digest = hashlib.file_digest(handle, "sha256")
@@ -242,11 +269,15 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         for parsed in rows:
             chunk.append(parsed)
             if len(chunk) >= chunk_size:
-                _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
+                _score_chunk(
+                    chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder, augment
+                )
                 chunk = []
-        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder)
+        _score_chunk(chunk, scorer, runner, concurrency, tally, sinks, ticker, recorder, augment)
         ticker.finish()
         summary = tally.summary(scorer)
+        if support is not None:
+            summary = summary.model_copy(update={"support": support.summary()})
         input_sha256 = digest.hexdigest()
         facts = RunFacts(
             summary, os.fspath(path), input_sha256, created_at, citemark_version(), run_id
@@ -344,6 +375,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     sinks: Sequence[CheckSink],
     ticker: _Ticker,
     recorder: JudgeCallRecorder | None = None,
+    augment: _Augment | None = None,
 ) -> None:
     rows = [item for item in chunk if isinstance(item, CheckRow)]
     scored = [row for row in rows if row.unassessed is None]
@@ -368,6 +400,8 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
         )
         for row in rows
     ]
+    if augment is not None:
+        results = augment(rows, results)
     tally.add_scores(results)
     scores = iter(results)
     for item in chunk:

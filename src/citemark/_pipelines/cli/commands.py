@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from citemark._judging.calibration.run import CalibrationReport
     from citemark._judging.calibration.support import SupportMeasurement
     from citemark._judging.echo.run import EchoReport
+    from citemark._judging.verifiers.base import Verifier
     from citemark._model.chat import OpenAIChat
     from citemark._model.completion import ChatModel
 
@@ -303,6 +304,21 @@ def _check_judge(args: argparse.Namespace) -> ChatModel | None:
         raise UsageError(msg) from None
 
 
+def _check_verifier(args: argparse.Namespace, judge: ChatModel | None) -> Verifier | None:
+    """``--verifier``: lexical, an NLI model folder, or the judge's own endpoint."""
+    if args.verifier is None:
+        return None
+    from citemark._judging.verifiers.choose import (  # noqa: PLC0415
+        build_verifier,
+        parse_verifier_spec,
+    )
+
+    try:
+        return build_verifier(parse_verifier_spec(args.verifier), chat=judge)
+    except (ValueError, MissingExtraError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _diff(args: argparse.Namespace) -> int:
     from citemark._pipelines.diff.command import run_diff  # noqa: PLC0415 - loaded when diff runs
 
@@ -405,7 +421,7 @@ def _runs_file(runs: Path) -> Iterator[Path]:
             yield STDIN
 
 
-def _check(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one option each, in order
     runs: Path = args.runs
     if runs != STDIN and not runs.is_file():
         msg = "RUNS.jsonl must name an existing file (or - for standard input)"
@@ -429,6 +445,7 @@ def _check(args: argparse.Namespace) -> int:
         citations_field=_pointer(args.citations_field, "--citations-field"),
     )
     judge = _check_judge(args)
+    verifier = _check_verifier(args, judge)
     scorer = CitationScorer(
         judge,
         min_sentence_coverage=coverage,
@@ -460,6 +477,8 @@ def _check(args: argparse.Namespace) -> int:
     }
     if args.replay_judge is not None:
         config["replay_judge"] = str(args.replay_judge)
+    if verifier is not None:
+        config["verifier"] = verifier.identity.as_dict()
     if reader is not None:
         config["from"] = "map" if args.map else args.from_format
         if args.map:
@@ -467,6 +486,9 @@ def _check(args: argparse.Namespace) -> int:
     fields = {"answer_field": args.answer_field, "citations_field": args.citations_field}
     config.update({key: value for key, value in fields.items() if value is not None})
     if args.engine == "ray":
+        if verifier is not None:
+            msg = "--verifier runs with --engine local only, for now"
+            raise UsageError(msg)
         _refuse_what_ray_cannot_read(args, reader)
         return _print_check_result(args, _ray_check(args, config, coverage))
     # Absolute before standard input is spooled, which changes the working directory.
@@ -489,6 +511,7 @@ def _check(args: argparse.Namespace) -> int:
                 row_options=row_options,
                 reader=reader,
                 read_options=read_options,
+                verifier=verifier,
             )
         except NoRowsError as exc:
             raise UsageError(str(exc)) from None

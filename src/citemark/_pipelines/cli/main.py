@@ -300,6 +300,14 @@ def _check_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         "never from a live model; an unrecorded prompt leaves its row un-assessed",
     )
     check.add_argument(
+        "--verifier",
+        metavar="KIND",
+        default=None,
+        help="also measure whether each cited source supports its sentence (ALCE citation "
+        "recall and precision, advisory): lexical (no model), nli:PATH (an ONNX NLI model "
+        "folder) or judge (the --judge-* endpoint); default: none",
+    )
+    check.add_argument(
         "--group-by",
         metavar="FIELD",
         default=None,
