@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 # both adapters editable and the test toolchain (what make test runs).
 STAMP := $(VENV)/.installed-core
 DEV_STAMP := $(VENV)/.installed
-PACKAGES := -e '.[retrieval]' -e adapters/langchain -e adapters/llama-index
+PACKAGES := -e '.[retrieval,nli]' -e adapters/langchain -e adapters/llama-index
 # make dist builds with hatchling in this environment, so nothing is fetched while
 # building; tests/test_dist.py builds the same way, offline.
 DIST_TOOLS := hatchling==1.32.4

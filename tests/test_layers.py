@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "syntax",
                 "testing",
                 "text",
+                "verifiers",
             }
         ),
     ),
