@@ -727,7 +727,8 @@ class TestRowsJsonlEncoding:
     def test_each_line_parses_to_the_records_the_scorer_made(self, tmp_path):
         """The fast serialization gives the same JSON value as details, non-ASCII and surrogates included."""
         from citemark import CitationScorer, Source
-        from citemark._pipelines.check.sinks import CheckedRow, row_line, row_record
+        from citemark._pipelines.check.protocol import CheckedRow
+        from citemark._pipelines.check.sinks import row_line, row_record
         from citemark._pipelines.readers.citemark_rows import CheckRow
 
         scorer = CitationScorer()

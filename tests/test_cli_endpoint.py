@@ -16,7 +16,7 @@ import pytest
 from fake_openai import FakeOpenAI, run_cli, run_cli_on_a_terminal
 
 from citemark import CitationScorer, Completion
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 
 ROOT = Path(__file__).resolve().parent.parent
 LICENSES = ROOT / "examples" / "data" / "licenses"

@@ -12,7 +12,7 @@ from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark.diff import RunDiffError, compare_runs, render_text
 
 CONTEXT = "[doc-1] The late fee is 5% of the unpaid balance.\n[doc-2] Members pay no late fee.\n"

@@ -19,7 +19,7 @@ from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark._pipelines.diff.command import run_diff
 from citemark.diff import RunDiffError, compare_runs, render_html, render_text
 

@@ -20,7 +20,7 @@ from diff_helpers import reseal
 from fake_openai import run_cli
 
 from citemark import CitationScorer
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark._pipelines.eval_report import MalformedLine
 from citemark._pipelines.readers import Recorded
 from citemark._pipelines.readers.citemark_rows import CheckRow, parse_recorded, parse_row

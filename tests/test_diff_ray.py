@@ -25,7 +25,7 @@ pytestmark = [
 from ray_sockets import closing_ray_sockets  # noqa: E402
 
 from citemark import CitationScorer  # noqa: E402
-from citemark._pipelines.check import run_check  # noqa: E402
+from citemark._pipelines.check.run import run_check  # noqa: E402
 from citemark.diff import compare_runs  # noqa: E402
 from citemark.ray import ScorerSpec, run_ray_check  # noqa: E402
 

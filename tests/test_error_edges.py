@@ -35,7 +35,7 @@ from citemark import (
 )
 from citemark._judging.scorer.scorer import CitationScorer
 from citemark._model.strictjson import loads_strict
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark._pipelines.cli.main import main
 from citemark.testing import ScriptedChat
 

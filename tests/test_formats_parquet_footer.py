@@ -120,7 +120,7 @@ def test_check_prints_one_line_and_publishes_nothing(tmp_path, name):
 
 def test_the_ray_plan_refuses_the_footer_too(tmp_path, monkeypatch):
     """``--engine ray`` plans one shard per row group from the same footer: refused first too."""
-    from citemark._pipelines.scale.engine import plan_parquet
+    from citemark._pipelines.scale.plan import plan_parquet
 
     path = many_groups(tmp_path, "openinference")
     shards, _ = plan_parquet(path)

@@ -22,7 +22,7 @@ from scorer_helpers import CONTEXT, passing, reply, unsupported
 
 from citemark import CitationScorer, Source
 from citemark._judging.assertions import citation_outcome
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark.reports import EvalReport
 from citemark.testing import CitationAssertionError, ScriptedChat, assert_cited
 

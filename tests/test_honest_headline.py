@@ -25,7 +25,7 @@ from scorer_helpers import CONTEXT, passing, reply, unsupported
 
 from citemark import CitationScorer
 from citemark._judging.scorer.findings import ViolationCode
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark._pipelines.eval_report import CheckSummary, CitationHeadline, headline_text
 from citemark.reports import EvalReport
 from citemark.testing import ScriptedChat

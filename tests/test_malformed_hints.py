@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from citemark import CitationScorer, NoRowsError
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark._pipelines.readers.citemark_rows import parse_row
 
 CANARY = "CANARY-e7d1"

@@ -27,14 +27,16 @@ from fake_openai import FakeOpenAI, run_cli
 from citemark import CitationScorer, LabelledItem, LabelSet, Source
 from citemark._contract.artifacts import AtomicFile, publishing_together, remove_stale_temporaries
 from citemark._pipelines.check import run as check_run
-from citemark._pipelines.check import run_check
-from citemark._pipelines.check.sinks import FORMATS, JsonlSink, SinkOptions
+from citemark._pipelines.check.formats import FORMATS
+from citemark._pipelines.check.protocol import SinkOptions
+from citemark._pipelines.check.run import run_check
+from citemark._pipelines.check.sinks import JsonlSink
 from citemark.reports import ArtifactProblem, OutputSetCheck, check_output_set
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from citemark._pipelines.check.sinks import CheckedRow, CheckSink, RunFacts
+    from citemark._pipelines.check.protocol import CheckedRow, CheckSink, RunFacts
 
 CANARY = "CANARY-7d1f"
 ROW = {

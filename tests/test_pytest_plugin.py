@@ -207,7 +207,7 @@ def test_abstention_accepted():
     def test_the_report_equals_citemark_check_on_the_same_rows(self, pytester, tmp_path):
         """The plugin's report.json is the check command's on assertions.jsonl, up to timestamps."""
         from citemark._judging.scorer.scorer import CitationScorer
-        from citemark._pipelines.check import run_check
+        from citemark._pipelines.check.run import run_check
 
         pytester.makepyfile(USER_TESTS)
         out = tmp_path / "plugin"

@@ -19,7 +19,7 @@ pytestmark = [
 from ray_sockets import closing_ray_sockets  # noqa: E402
 
 from citemark import CitationScorer, ScoreRow  # noqa: E402
-from citemark._pipelines.check import run_check  # noqa: E402
+from citemark._pipelines.check.run import run_check  # noqa: E402
 from citemark.ray import (  # noqa: E402
     CheckBatch,
     ScorerSpec,

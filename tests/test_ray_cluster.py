@@ -26,7 +26,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from ray_sockets import closing_ray_sockets  # noqa: E402
 
 from citemark import CitationScorer, OpenAIChat  # noqa: E402
-from citemark._pipelines.check import run_check  # noqa: E402
+from citemark._pipelines.check.run import run_check  # noqa: E402
 from citemark._pipelines.scale.parts import PARTS_PREFIX  # noqa: E402
 from citemark.ray import ScorerSpec, run_ray_check  # noqa: E402
 from citemark.reports import check_output_set  # noqa: E402

@@ -19,20 +19,20 @@ import json
 import pytest
 
 from citemark import CitationScorer
-from citemark._pipelines.check import run_check
 from citemark._pipelines.check.groups import MAX_GROUPS, OTHER_GROUP
 from citemark._pipelines.check.output_set import ArtifactProblem, check_output_set
-from citemark._pipelines.check.run import MAX_MALFORMED_LISTED, _Tally
+from citemark._pipelines.check.run import MAX_MALFORMED_LISTED, _Tally, run_check
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
 from citemark._pipelines.scale.parts import (
     PARTS_PREFIX,
     Assembler,
+    PartFacts,
     PartMismatchError,
     leftover_parts,
     parts_folder,
     remove_dead_parts,
 )
-from citemark._pipelines.scale.shards import PartFacts, score_rows, shard_tally
+from citemark._pipelines.scale.shards import score_rows, shard_tally
 
 CONTEXT = "[doc-1] The late fee is 5%.\n[doc-2] Members pay no late fee.\n"
 

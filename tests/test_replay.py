@@ -18,7 +18,7 @@ from fake_openai import FakeOpenAI, run_cli
 
 from citemark import ChatError, CitationScorer
 from citemark._model.chat import DEFAULT_MAX_REPLY_BYTES
-from citemark._pipelines.check import run_check
+from citemark._pipelines.check.run import run_check
 from citemark.replay import (
     JUDGE_CALLS_NAME,
     JudgeCall,

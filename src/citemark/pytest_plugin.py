@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from citemark._contract.models import CitedAnswer, Source
-    from citemark._pipelines.check import CheckResult
+    from citemark._pipelines.check.run import CheckResult
 
 __all__ = ["ASSERTIONS_NAME", "CitationChecker", "citemark_check"]
 
@@ -238,7 +238,7 @@ def _write_report(rows: Path, out: Path, count: int) -> CheckResult:
     ``not asked``, and the next one what was therefore not checked.
     """
     from citemark._judging.scorer.scorer import CitationScorer  # noqa: PLC0415
-    from citemark._pipelines.check import run_check  # noqa: PLC0415 - only when a report is asked for
+    from citemark._pipelines.check.run import run_check  # noqa: PLC0415 - only when a report is asked for
 
     config: dict[str, JsonValue] = {"source": "pytest", "assertions": count}
     return run_check(rows, out, CitationScorer(), config=config)

@@ -31,13 +31,12 @@ from citemark._pipelines.scale.engine import (
     ScorerSpec,
     ShardFacts,
     check_dataset,
-    plan_jsonl,
-    plan_parquet,
     run_ray_check,
     split_concurrency,
     start_ray,
 )
 from citemark._pipelines.scale.engine import _dataset as _shards_dataset
+from citemark._pipelines.scale.plan import plan_jsonl, plan_parquet
 from citemark._public import publish
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from citemark._judging.scorer.scorer import CitationScorer
-    from citemark._pipelines.check.sinks import CheckedRow, RunFacts, SinkOptions
+    from citemark._pipelines.check.protocol import CheckedRow, RunFacts, SinkOptions
 
 __all__ = ["JUDGE_CALLS_NAME", "JudgeCallsSink", "call_line", "recording"]
 

@@ -34,7 +34,7 @@ from citemark._pipelines.readers.citemark_rows import CheckRow
 
 if TYPE_CHECKING:
     from citemark._judging.scorer.result import CitationScore
-    from citemark._pipelines.check.sinks import CheckedRow, RunFacts, SinkOptions
+    from citemark._pipelines.check.protocol import CheckedRow, RunFacts, SinkOptions
     from citemark._pipelines.eval_report import MalformedLine
 
 __all__ = ["JUNIT_NAME", "JUnitSink"]

@@ -27,9 +27,8 @@ from typing import TYPE_CHECKING, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from citemark._judging.replay.calls import JUDGE_CALLS_NAME
-from citemark._pipelines.check.html import HTML_NAME
 from citemark._pipelines.check.junit import JUNIT_NAME
-from citemark._pipelines.check.run import REPORT_NAME, ROWS_NAME
+from citemark._pipelines.check.names import HTML_NAME, REPORT_NAME, ROWS_NAME
 from citemark._pipelines.scale.parts import leftover_parts
 
 if TYPE_CHECKING:

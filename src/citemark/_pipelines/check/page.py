@@ -90,7 +90,7 @@ if TYPE_CHECKING:
     from citemark._contract.models import Source
     from citemark._judging.scorer.findings import ScoreFindings
     from citemark._judging.scorer.result import CitationScore
-    from citemark._pipelines.check.sinks import CheckedRow, RunFacts, SinkOptions
+    from citemark._pipelines.check.protocol import CheckedRow, RunFacts, SinkOptions
     from citemark._pipelines.eval_report import GroupCounts
 
 __all__ = ["PAGE_ROWS", "HtmlSink", "TextTable", "render_page", "row_record"]

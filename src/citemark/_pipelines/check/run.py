@@ -48,21 +48,20 @@ from citemark._judging.assertions import citation_outcome
 from citemark._judging.scorer.findings import NO_FINDINGS
 from citemark._judging.scorer.result import unassessed, with_findings
 from citemark._judging.scorer.scorer import CitationScorer, ScoreRow, coverage_report
+from citemark._pipelines.check.formats import FORMATS
 from citemark._pipelines.check.groups import MAX_GROUPS, OTHER_GROUP, CauseTally, GroupTally
 from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, JudgeCallsSink, recording
 from citemark._pipelines.check.junit import JUNIT_NAME
-from citemark._pipelines.check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME
+from citemark._pipelines.check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME, ROWS_NAME
 from citemark._pipelines.check.page import HtmlSink
-from citemark._pipelines.check.sinks import (
-    FORMATS,
-    ROWS_NAME,
+from citemark._pipelines.check.protocol import (
     CheckedRow,
     CheckSink,
-    JsonlSink,
     RunFacts,
     SinkOptions,
     opened,
 )
+from citemark._pipelines.check.sinks import JsonlSink
 from citemark._pipelines.check.support import SupportTally, with_support
 from citemark._pipelines.check.terminal import printable
 from citemark._pipelines.check.titles import row_title
@@ -198,7 +197,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         progress: Called with rows done and the expected total (the input's line
             count, counted first in one pass of constant memory): once as each row
             is scored, and once per malformed line.
-        formats: Optional extra outputs by name (see ``citemark._pipelines.check.sinks.FORMATS``),
+        formats: Optional extra outputs by name (see ``citemark._pipelines.check.formats.FORMATS``),
             e.g. ``("junit",)`` for ``report.junit.xml``.
         group_by: A row field (e.g. ``model``) to break every count down by; see
             ``citemark._pipelines.check.groups``.

@@ -1,129 +1,33 @@
-"""Where a check's results go: the sink protocol, the JSONL sink, and the format registry.
+"""``rows.jsonl``: the record of every checked row, and the sink that streams it.
 
-``citemark check`` scores rows one chunk at a time and hands each checked row to every
-sink in turn (one row in), then, once the input is read, asks each to finish (a
-summary at the end). A sink writes one file, atomically (see
-`citemark._contract.artifacts.AtomicFile`), and returns the SHA-256 of its bytes, which
-``report.json`` records; ``report.json`` itself is written last, by the check, so it
-appears only once every other file is in place. A sink whose run fails before it
-finishes is closed, and leaves nothing behind.
-
-``rows.jsonl`` (`JsonlSink`) and ``report.html`` (``citemark._pipelines.check.page.HtmlSink``)
-are always written. `FORMATS` registers the optional ones by the name
-``--format NAME`` takes; adding a format is one new module with a sink class and one
-line here.
+`row_record` is the record every consumer of ``rows.jsonl`` reads, `row_line` the
+same record as one ASCII JSON line and `line_end` what closes it (the run id as its
+last key). `JsonlSink` writes ``rows.jsonl``, which, with ``report.html``
+(``citemark._pipelines.check.page.HtmlSink``), a check always writes; the optional
+formats are registered in ``citemark._pipelines.check.formats``. The sink protocol
+they all follow is ``citemark._pipelines.check.protocol``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic_core import PydanticSerializationError
 
 from citemark._contract.artifacts import AtomicFile
 from citemark._judging.assertions import citation_outcome
 from citemark._judging.scorer.findings import ScoreFindings
-from citemark._pipelines.check.names import OUTPUT_FORMATS, ROWS_NAME
+from citemark._pipelines.check.names import ROWS_NAME
 from citemark._pipelines.diff.digests import row_digests
 from citemark._pipelines.eval_report import MalformedLine
 
 if TYPE_CHECKING:
-    import contextlib
-    import re
-    from collections.abc import Callable
-    from datetime import datetime
-    from pathlib import Path
+    from citemark._pipelines.check.protocol import CheckedRow, RunFacts, SinkOptions
 
-    from citemark._judging.scorer.result import CitationScore
-    from citemark._pipelines.eval_report import CheckSummary
-    from citemark._pipelines.readers.citemark_rows import CheckRow
+__all__ = ["JsonlSink", "line_end", "row_line", "row_record"]
 
-__all__ = [
-    "FORMATS",
-    "ROWS_NAME",
-    "CheckSink",
-    "CheckedRow",
-    "JsonlSink",
-    "RunFacts",
-    "SinkOptions",
-    "line_end",
-    "opened",
-    "row_line",
-    "row_record",
-]
-
-_S = TypeVar("_S", bound="CheckSink")
 _FINDINGS_JSON: Final = ScoreFindings.__pydantic_serializer__
-
-
-class CheckedRow(NamedTuple):
-    """One input line as checked: a row and its score, or a malformed line."""
-
-    item: CheckRow | MalformedLine
-    """The row as read, or the malformed line's number and reason."""
-    score: CitationScore | None
-    """The row's score; None for a malformed line."""
-
-
-class RunFacts(NamedTuple):
-    """What a sink may say about the whole run once every row is in."""
-
-    summary: CheckSummary
-    """The run's counts."""
-    input_name: str
-    """The input file's name, as given."""
-    input_sha256: str
-    """The SHA-256 of the input bytes."""
-    created_at: datetime
-    """When the run started."""
-    version: str
-    """The citemark version."""
-    run_id: str = ""
-    """The run's id, which every artifact of the run names."""
-
-
-class SinkOptions(NamedTuple):
-    """What a sink is built from: where to write, and how the scorer reads rows."""
-
-    out_dir: Path
-    """The output folder (it exists)."""
-    html_rows: int
-    """How many rows a page shows at most."""
-    label_pattern: re.Pattern[str]
-    """The scorer's label pattern."""
-    citation_pattern: re.Pattern[str]
-    """The scorer's citation pattern."""
-    group_by: str | None = None
-    """The row field counts are broken down by (``--group-by``), or None."""
-    run_id: str = ""
-    """The run's id, which every artifact of the run names (see `line_end`)."""
-
-
-class CheckSink(Protocol):
-    """One output of a check: rows in one at a time, one file at the end."""
-
-    name: str
-    """The file name the sink writes in the output folder."""
-
-    def add(self, row: CheckedRow) -> None:
-        """Take one checked row, in input order."""
-
-    def finish(self, facts: RunFacts) -> str:
-        """Write the file atomically; return the SHA-256 of its bytes."""
-
-    def close(self) -> None:
-        """Release what the sink holds; without `finish`, leave no file behind."""
-
-
-def opened(stack: contextlib.ExitStack, sink: _S) -> _S:
-    """Register ``sink.close`` on ``stack`` as soon as the sink exists; return the sink.
-
-    A run builds its sinks one after another; closing each from the moment it is
-    built means a later sink failing to build still leaves no earlier temporary file.
-    """
-    stack.callback(sink.close)
-    return sink
 
 
 def row_record(row: CheckedRow, *, details: bool = True) -> dict[str, Any]:
@@ -209,15 +113,3 @@ class JsonlSink:
     def close(self) -> None:
         """Remove the temporary file if the run did not finish."""
         self._file.__exit__(None, None, None)
-
-
-def _junit(options: SinkOptions) -> CheckSink:
-    from citemark._pipelines.check.junit import JUnitSink  # noqa: PLC0415 - built only when asked for
-
-    return JUnitSink(options)
-
-
-FORMATS: Final[dict[str, Callable[[SinkOptions], CheckSink]]] = dict(
-    zip(OUTPUT_FORMATS, (_junit,), strict=True)
-)
-"""The optional output formats, by the name ``--format`` takes."""

@@ -45,7 +45,7 @@ from citemark._judging.judge import FaithfulnessJudge
 from citemark._judging.replay.replay import ReplayChat
 from citemark._judging.scorer.scorer import CitationScorer
 from citemark._model.synthesis import Synthesizer
-from citemark._pipelines.check import CheckResult, run_check
+from citemark._pipelines.check.run import CheckResult, run_check
 from citemark._pipelines.check.terminal import printable
 from citemark._pipelines.cli.common import (
     EXIT_CHAT,

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from citemark._judging.calibration.run import CalibrationReport
     from citemark._judging.calibration.support import SupportMeasurement
     from citemark._judging.echo.run import EchoReport
-    from citemark._pipelines.check import CheckResult
+    from citemark._pipelines.check.run import CheckResult
     from citemark._pipelines.eval_report import CheckSummary
 
 __all__ = ["CheckProgress", "output_console", "print_calibration", "print_check", "print_echo"]

@@ -17,9 +17,9 @@ Exit codes are part of the interface and documented in ``docs/cli.md``:
 Errors are printed as one line on standard error, never as a traceback, and carry
 structural facts only. ``--json`` prints one JSON object on standard output instead
 of text, for machines. The work happens in plain functions elsewhere
-(`citemark._pipelines.check.run_check`, `citemark.run_echo_check`, `citemark.register_threshold`,
-`citemark.run_calibration`); this module parses arguments, and ``commands`` calls
-them and prints, loaded only once the arguments parse.
+(`citemark._pipelines.check.run.run_check`, `citemark.run_echo_check`,
+`citemark.register_threshold`, `citemark.run_calibration`); this module parses
+arguments, and ``commands`` calls them and prints, loaded only once the arguments parse.
 """
 
 from __future__ import annotations

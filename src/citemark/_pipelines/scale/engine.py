@@ -35,10 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
-import io
 import json
-import mmap
 import os
 import pickle
 import sys
@@ -53,23 +50,23 @@ from citemark._contract.artifacts import (
 )
 from citemark._judging.scorer.scorer import CitationScorer
 from citemark._pipelines.check.groups import OTHER_GROUP, GroupNames, group_name
-from citemark._pipelines.check.html import HTML_NAME
 from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, recording
 from citemark._pipelines.check.junit import JUNIT_NAME, JUnitSink
+from citemark._pipelines.check.names import HTML_NAME, ROWS_NAME
 from citemark._pipelines.check.page import HtmlSink
-from citemark._pipelines.check.run import CheckResult, _Tally, finish_outputs, start_outputs
-from citemark._pipelines.check.sinks import (
-    ROWS_NAME,
+from citemark._pipelines.check.protocol import (
     CheckedRow,
     CheckSink,
     RunFacts,
     SinkOptions,
     opened,
-    row_line,
 )
+from citemark._pipelines.check.run import CheckResult, _Tally, finish_outputs, start_outputs
+from citemark._pipelines.check.sinks import row_line
 from citemark._pipelines.eval_report import CheckSummary, MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
 from citemark._pipelines.scale.parts import Assembler, parts_folder
+from citemark._pipelines.scale.plan import SHARD_BYTES, Shard, plan_jsonl, plan_parquet, read_shard
 from citemark._pipelines.scale.shards import (
     PageCandidate,
     RunPlan,
@@ -97,15 +94,11 @@ __all__ = [
     "ScorerSpec",
     "ShardFacts",
     "check_dataset",
-    "plan_jsonl",
-    "plan_parquet",
     "run_ray_check",
     "split_concurrency",
     "start_ray",
 ]
 
-_SHARD_BYTES: Final = 8 << 20
-"""About how many input bytes one read task takes."""
 DEFAULT_BATCH_SIZE: Final = 1024
 
 
@@ -265,92 +258,6 @@ class CheckBatch:
 def _scoring_error(score: CitationScore) -> str | None:
     error = score.findings.error if score.reason == "scoring_error" else None
     return error if isinstance(error, str) else None
-
-
-class Shard(NamedTuple):
-    """One read task: a byte range of a JSONL file, or a row group of a Parquet file."""
-
-    path: str
-    start: int
-    """The first byte (JSONL) or the row group's index (Parquet)."""
-    end: int
-    """One past the last byte (JSONL); unused for Parquet."""
-    first_line: int
-    """The 1-based line (or row) number of the shard's first row."""
-    kind: str
-    """``"jsonl"`` or ``"parquet"``."""
-
-
-def plan_jsonl(
-    path: str | os.PathLike[str], shard_bytes: int = _SHARD_BYTES
-) -> tuple[list[Shard], str]:
-    """Cut a JSONL file into line-aligned shards; return them and the SHA-256 of its bytes.
-
-    A shard ends at the end of the first line that takes it to ``shard_bytes`` or
-    more. One pass over the file, in C (hashing, finding and counting newlines).
-    """
-    digest = hashlib.sha256()
-    shards: list[Shard] = []
-    name = os.fspath(path)
-    with Path(path).open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size == 0:
-            return shards, digest.hexdigest()
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            digest.update(data)
-            start, first = 0, 1
-            while start < size:
-                cut = data.find(b"\n", start + max(shard_bytes, 1) - 1)
-                end = size if cut < 0 else cut + 1
-                shards.append(Shard(name, start, end, first, "jsonl"))
-                first += data[start:end].count(b"\n")
-                start = end
-    return shards, digest.hexdigest()
-
-
-def plan_parquet(path: str | os.PathLike[str]) -> tuple[list[Shard], str]:
-    """One shard per row group of a Parquet file; return them and the SHA-256 of its bytes.
-
-    Raises:
-        NoRowsError: the file's footer is over
-            `citemark._pipelines.readers._parquet.MAX_FOOTER_BYTES` (very many row groups).
-    """
-    import pyarrow.parquet as pq  # noqa: PLC0415 - optional, only for Parquet input
-
-    from citemark._pipelines.readers._parquet import parquet_file  # noqa: PLC0415 - as pyarrow above
-
-    name = os.fspath(path)
-    with Path(name).open("rb") as handle:  # the footer capped first (issue 38, item 6)
-        metadata = parquet_file(pq, handle).metadata
-    shards: list[Shard] = []
-    first = 1
-    for group in range(metadata.num_row_groups):
-        shards.append(Shard(name, group, 0, first, "parquet"))
-        first += metadata.row_group(group).num_rows
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return shards, digest.hexdigest()
-
-
-def read_shard(item: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """The rows of one shard, each with its line number and JSON bytes (a ``flat_map`` step)."""
-    shard = Shard(**{key: item[key] for key in Shard._fields})
-    if shard.kind == "parquet":
-        import pyarrow.parquet as pq  # noqa: PLC0415
-
-        table = pq.ParquetFile(shard.path).read_row_group(shard.start)
-        for number, row in enumerate(table.to_pylist(), start=shard.first_line):
-            present = {key: value for key, value in row.items() if value is not None}
-            yield {"line": number, "raw": json.dumps(present).encode("utf-8")}
-        return
-    with Path(shard.path).open("rb") as handle:
-        handle.seek(shard.start)
-        data = handle.read(shard.end - shard.start)
-    # Lines end at b"\n" only, as the local check reads them (a bare "\r" is JSON whitespace).
-    for number, raw in enumerate(io.BytesIO(data), start=shard.first_line):
-        yield {"line": number, "raw": raw}
 
 
 def _dataset(shards: Sequence[Shard], *, read: bool = True) -> Dataset:
@@ -518,7 +425,7 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     html_rows: int = 500,
     config: Mapping[str, JsonValue] | None = None,
     formats: Sequence[str] = (),
-    shard_bytes: int = _SHARD_BYTES,
+    shard_bytes: int = SHARD_BYTES,
     group_by: str | None = None,
     on_shard: Callable[[ShardFacts], None] | None = None,
     node_timeout: float = DEFAULT_NODE_TIMEOUT,
@@ -537,7 +444,7 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     connection, and ends the run once they have not for ``node_timeout`` seconds.
 
     Returns:
-        The report and the paths of the files, as `citemark._pipelines.check.run_check` returns.
+        The report and the paths of the files, as `citemark._pipelines.check.run.run_check` returns.
 
     Raises:
         NoRowsError: no line of the input is a readable row.

@@ -19,15 +19,13 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from citemark._contract.errors import PartMismatchError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import BinaryIO
-
-    from citemark._pipelines.scale.shards import PartFacts
 
 try:
     import fcntl
@@ -37,6 +35,7 @@ except ImportError:  # pragma: no cover - Windows: folders are left to the user
 __all__ = [
     "PARTS_PREFIX",
     "Assembler",
+    "PartFacts",
     "PartMismatchError",
     "leftover_parts",
     "parts_folder",
@@ -52,6 +51,14 @@ _NEW_LOCK: Final = ".lock.new"
 """The lock file's name until it is locked (a folder being made holds only this one)."""
 _REMOVE_TRIES: Final = 3
 _BLOCK: Final = 1 << 20
+
+
+class PartFacts(NamedTuple):
+    """One part file a worker wrote: its path, byte count and SHA-256."""
+
+    path: str
+    size: int
+    sha256: str
 
 
 @contextlib.contextmanager

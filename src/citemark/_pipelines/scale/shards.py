@@ -1,7 +1,7 @@
 """The Ray engine's worker side: a shard read, scored and written where it runs.
 
 A `ShardChecker` (one Ray actor per worker) builds its scorer once; for each shard
-it is given (`citemark._pipelines.scale.engine.Shard`: a byte range of a JSONL file with the
+it is given (`citemark._pipelines.scale.plan.Shard`: a byte range of a JSONL file with the
 number of its first line, or a Parquet row group), it reads the rows, scores them in
 bounded chunks exactly as the local check does (rows a reader left un-assessed are
 not scored; every score is finished by ``citemark._pipelines.check.run.row_score``), and writes
@@ -34,10 +34,14 @@ from citemark._pipelines.check.groups import GroupNames, group_name
 from citemark._pipelines.check.html import _tier
 from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, call_line, recording
 from citemark._pipelines.check.junit import JUNIT_NAME, JUnitSink
+from citemark._pipelines.check.names import ROWS_NAME
+from citemark._pipelines.check.protocol import CheckedRow, SinkOptions
 from citemark._pipelines.check.run import _Tally, row_score
-from citemark._pipelines.check.sinks import ROWS_NAME, CheckedRow, SinkOptions, line_end, row_line
+from citemark._pipelines.check.sinks import line_end, row_line
 from citemark._pipelines.eval_report import MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
+from citemark._pipelines.scale.parts import PartFacts
+from citemark._pipelines.scale.plan import read_shard
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CHUNK_ROWS",
     "PageCandidate",
-    "PartFacts",
     "RunPlan",
     "ShardChecker",
     "ShardSummary",
@@ -75,14 +78,6 @@ class RunPlan:
     """How many rows the page shows at most: each shard keeps that many candidates."""
     junit: bool = False
     """Whether the JUnit test cases are written (``--format junit``)."""
-
-
-class PartFacts(NamedTuple):
-    """One part file a worker wrote: its path, byte count and SHA-256."""
-
-    path: str
-    size: int
-    sha256: str
 
 
 class PageCandidate(NamedTuple):
@@ -284,8 +279,6 @@ class ShardChecker:
 
     def check(self, shard: Mapping[str, Any], index: int) -> ShardSummary:
         """Read, score and write shard ``index``; return its summary."""
-        from citemark._pipelines.scale.engine import read_shard  # noqa: PLC0415 - engine imports this
-
         writers = self._writers(index)
         junit = self._junit()
         tally = shard_tally(self._group_by)
