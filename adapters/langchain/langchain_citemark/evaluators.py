@@ -5,7 +5,9 @@ It grades the run with `citemark.CitationScorer`, the same engine as the LlamaIn
 every marker names a document the run was given, 0 when one names none, ``None``
 when the run cannot be assessed (no answer, no documents, or an answer that cites
 nothing). An optional judge contributes an opinion to the comment, never to the
-score.
+score; so does an optional support verifier (`citemark.verifiers`): its advisory
+citation recall and precision are appended to the comment, and the row's
+`citemark.verifiers.RowSupport` is in ``metadata["citation_support"]``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 from citemark.text import is_blank
 from langchain_citemark.documents import documents_to_sources
-from langchain_citemark.langsmith_evaluators import _answer, _documents, _mapping
+from langchain_citemark.langsmith_evaluators import (
+    _answer,
+    _check_verifier,
+    _documents,
+    _mapping,
+    _support_feedback,
+    _support_row,
+    _support_sync,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from citemark import ChatModel, CitationScore, CitationScorer
+    from citemark.verifiers import Verifier
 
 __all__ = ["make_citation_evaluator"]
 
@@ -32,6 +43,7 @@ def make_citation_evaluator(
     answer_keys: tuple[str, ...] = ("answer", "output"),
     documents_keys: tuple[str, ...] = ("documents", "context", "source_documents"),
     index_base: int = 1,
+    verifier: Verifier | None = None,
 ) -> Callable[[Any, Any], dict[str, Any]]:
     """Build a ``(run, example) -> dict`` evaluator.
 
@@ -47,9 +59,16 @@ def make_citation_evaluator(
         documents_keys: Where to look for the documents.
         index_base: The number the run's prompt gave its first document: 1 (the
             default), or 0 for a pipeline that numbers from 0.
+        verifier: Optional `citemark.verifiers.Verifier`. Each scored run with
+            documents then also gets ALCE's citation recall and precision, advisory:
+            the core's report line is appended to ``comment`` and the row's
+            `citemark.verifiers.RowSupport` (as JSON) is ``metadata["citation_support"]``;
+            ``score`` never changes. A verifier that raises is recorded by its
+            exception's class name only. The caller keeps the verifier and closes it.
 
     Raises:
         ValueError: ``index_base`` is not 0 or 1 (raised here, not per run).
+        TypeError: ``verifier`` is not a `citemark.verifiers.Verifier` (raised here).
 
     Example:
         ```python
@@ -72,6 +91,7 @@ def make_citation_evaluator(
     from citemark.evaluation import explain  # noqa: PLC0415
 
     scorer = CitationScorer(judge, index_base=index_base)
+    _check_verifier(verifier)
 
     def evaluate(run: Any, example: Any) -> dict[str, Any]:
         outputs = _mapping(getattr(run, "outputs", None))
@@ -91,19 +111,32 @@ def make_citation_evaluator(
         question = question if isinstance(question, str) else ""
         sources = documents_to_sources(documents)
         found = scorer.score_sync(answer, sources, question)
-        passed = found.deterministic_passed
-        if passed is None:
-            return _unassessed(found.reason or "no_resolved_citations", found.explanation)
-        if passed:
-            resolved = len(found.findings.resolved_citations)
-            comment = f"every marker names a given document ({resolved} resolved)"
-            if judge is not None:
-                comment += "; " + _opinion(scorer, found)
-        else:
-            comment = found.explanation
-        return {"key": KEY, "score": int(passed), "comment": comment}
+        result = _graded(scorer, found)
+        row = _support_row(verifier, found, answer, sources, index_base)
+        if verifier is None or row is None:
+            return result
+        # Advisory: the support joins the comment and the metadata, never the score.
+        support = _support_feedback(verifier, _support_sync(verifier, row))
+        result["comment"] += "; " + support["comment"]
+        result["metadata"] = {"citation_support": support["metadata"]}
+        return result
 
     return evaluate
+
+
+def _graded(scorer: CitationScorer, found: CitationScore) -> dict[str, Any]:
+    """The deterministic result of a scored run: 1, 0 or unassessed, with its comment."""
+    passed = found.deterministic_passed
+    if passed is None:
+        return _unassessed(found.reason or "no_resolved_citations", found.explanation)
+    if passed:
+        resolved = len(found.findings.resolved_citations)
+        comment = f"every marker names a given document ({resolved} resolved)"
+        if scorer.judge is not None:
+            comment += "; " + _opinion(scorer, found)
+    else:
+        comment = found.explanation
+    return {"key": KEY, "score": int(passed), "comment": comment}
 
 
 def _opinion(scorer: CitationScorer, graded: CitationScore) -> str:

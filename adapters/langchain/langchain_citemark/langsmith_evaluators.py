@@ -6,11 +6,19 @@ builds a ``(run, example)`` evaluator that returns LangSmith feedback: always
 there is nothing to check, say an answer that cites nothing); and, only when a judge
 is configured, a second result, ``citations_judge_advisory``, whose categorical
 ``value`` is the judge's opinion and which never carries a score, so no dashboard can
-average it in. `citation_feedback` computes the same results from an answer and its
-documents, for ``langsmith.testing.log_feedback`` in a ``@pytest.mark.langsmith`` test.
+average it in. With a support verifier (any `citemark.verifiers.Verifier`), a
+third result, ``citation_support``, is advisory too: its score is the row's ALCE
+citation recall (so LangSmith's mean of it over rows is the run's recall, as ALCE
+reports one), its comment the core's report line with the verifier's identity, and
+its metadata the row's `citemark.verifiers.RowSupport` as JSON. It never changes
+``citations_valid``. `citation_feedback` computes the same results from an answer and
+its documents, for ``langsmith.testing.log_feedback`` in a ``@pytest.mark.langsmith``
+test.
 
-Comments are structural facts (counts, marker numbers, reason codes, the judge's
-identity and prompt hash), never the answer's, the sources' or the judge's words.
+Comments are structural facts (counts, marker numbers, reason codes, the judge's or
+verifier's identity and hash), never the answer's, the sources' or the judge's words.
+The support metadata holds each sentence's claim: the answer's own words, which the
+run being evaluated already holds.
 """
 
 from __future__ import annotations
@@ -25,6 +33,13 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from citemark import CitedAnswer, Source
 from citemark.syntax import check_index_base
 from citemark.text import counted, is_blank
+from citemark.verifiers import (
+    SupportRow,
+    SupportRun,
+    Verifier,
+    citation_support,
+    citation_support_sync,
+)
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
@@ -35,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADVISORY_KEY",
     "KEY",
+    "SUPPORT_KEY",
     "acitations_valid_evaluator",
     "citation_feedback",
     "citations_valid_evaluator",
@@ -44,19 +60,22 @@ KEY: Final = "citations_valid"
 """The feedback key of the deterministic check."""
 ADVISORY_KEY: Final = "citations_judge_advisory"
 """The feedback key of the judge's advisory opinion (a value, never a score)."""
+SUPPORT_KEY: Final = "citation_support"
+"""The feedback key of a verifier's advisory citation support (score: the row's recall)."""
 
 _ANSWER_KEYS: Final = ("answer", "output", "messages")
 _DOCUMENTS_KEYS: Final = ("documents", "context", "source_documents")
 _SUPPORTED_BAND: Final = 2
 
 
-def citation_feedback(
+def citation_feedback(  # noqa: PLR0913 - the row, then keyword-only options
     answer: str,
     sources: Sequence[Document] | Sequence[Source],
     question: str = "",
     *,
     judge: ChatModel | None = None,
     index_base: int = 1,
+    verifier: Verifier | None = None,
 ) -> list[dict[str, Any]]:
     """Check ``answer``'s citations and return LangSmith feedback dicts.
 
@@ -70,14 +89,18 @@ def citation_feedback(
         judge: Optional `citemark.ChatModel` for the advisory opinion.
         index_base: The number of the first source: 1 (the default), or 0 when the
             prompt numbered them from 0 (``[0]`` then names ``sources[0]``).
+        verifier: Optional `citemark.verifiers.Verifier`; adds the advisory
+            ``citation_support`` result. The caller keeps it and closes it.
 
     Returns:
-        ``[citations_valid]`` or, with a judge, ``[citations_valid,
-        citations_judge_advisory]``; each a dict for ``log_feedback(**item)`` or an
-        evaluator's ``{"results": [...]}``.
+        ``[citations_valid]``, then ``citations_judge_advisory`` with a judge, then
+        ``citation_support`` with a verifier (when there are sources to verify
+        against); each a dict for ``log_feedback(**item)`` or an evaluator's
+        ``{"results": [...]}``.
 
     Raises:
         ValueError: ``index_base`` is not 0 or 1.
+        TypeError: ``verifier`` is not a `citemark.verifiers.Verifier`.
 
     Example:
         ```python
@@ -95,37 +118,47 @@ def citation_feedback(
     # The scorer loads the model side (httpx): on first use, not on import.
     from citemark import CitationScorer  # noqa: PLC0415
 
+    _check_verifier(verifier)
     scorer = CitationScorer(judge, index_base=index_base)
     numbered = _sources(sources)
 
-    def score() -> CitationScore:
-        return scorer.score_sync(answer, numbered, question)
+    def score() -> list[dict[str, Any]]:
+        graded = scorer.score_sync(answer, numbered, question)
+        feedback = _feedback(scorer, graded, len(numbered), index_base)
+        row = _support_row(verifier, graded, answer, numbered, index_base)
+        if verifier is not None and row is not None:
+            feedback.append(_support_feedback(verifier, _support_sync(verifier, row)))
+        return feedback
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        graded = score()
-    else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            graded = pool.submit(score).result()
-    return _feedback(scorer, graded, len(numbered), index_base)
+        return score()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(score).result()
 
 
-async def acitation_feedback(
+async def acitation_feedback(  # noqa: PLR0913 - the row, then keyword-only options
     answer: str,
     sources: Sequence[Document] | Sequence[Source],
     question: str = "",
     *,
     judge: ChatModel | None = None,
     index_base: int = 1,
+    verifier: Verifier | None = None,
 ) -> list[dict[str, Any]]:
-    """`citation_feedback`, awaited on the caller's event loop."""
+    """`citation_feedback`, awaited on the caller's event loop (the verifier too)."""
     from citemark import CitationScorer  # noqa: PLC0415 - loads httpx: on first use
 
+    _check_verifier(verifier)
     scorer = CitationScorer(judge, index_base=index_base)
     numbered = _sources(sources)
     graded = await scorer.score(answer, numbered, question)
-    return _feedback(scorer, graded, len(numbered), index_base)
+    feedback = _feedback(scorer, graded, len(numbered), index_base)
+    row = _support_row(verifier, graded, answer, numbered, index_base)
+    if verifier is not None and row is not None:
+        feedback.append(_support_feedback(verifier, await _asupport(verifier, row)))
+    return feedback
 
 
 def citations_valid_evaluator(
@@ -134,6 +167,7 @@ def citations_valid_evaluator(
     answer_keys: tuple[str, ...] = _ANSWER_KEYS,
     documents_keys: tuple[str, ...] = _DOCUMENTS_KEYS,
     index_base: int = 1,
+    verifier: Verifier | None = None,
 ) -> Callable[[Any, Any], dict[str, Any]]:
     """Build a ``(run, example)`` evaluator for ``langsmith.evaluate``.
 
@@ -151,21 +185,27 @@ def citations_valid_evaluator(
         documents_keys: Where to look for the documents.
         index_base: The number the run's prompt gave its first document: 1 (the
             default), or 0 (see `citation_feedback`).
+        verifier: Optional `citemark.verifiers.Verifier`; adds the advisory
+            ``citation_support`` result (see `citation_feedback`).
 
     Returns:
         An evaluator returning ``{"results": [...]}`` (see `citation_feedback`).
 
     Raises:
         ValueError: ``index_base`` is not 0 or 1 (raised here, not per run).
+        TypeError: ``verifier`` is not a `citemark.verifiers.Verifier` (raised here).
     """
     base = check_index_base(index_base)
+    _check_verifier(verifier)
 
     def evaluate(run: Any, example: Any) -> dict[str, Any]:
         found = _read_run(run, answer_keys, documents_keys)
         if isinstance(found, list):
             return {"results": found}
         answer, documents, question = found
-        feedback = citation_feedback(answer, documents, question, judge=judge, index_base=base)
+        feedback = citation_feedback(
+            answer, documents, question, judge=judge, index_base=base, verifier=verifier
+        )
         return {"results": feedback}
 
     evaluate.__name__ = KEY
@@ -178,9 +218,11 @@ def acitations_valid_evaluator(
     answer_keys: tuple[str, ...] = _ANSWER_KEYS,
     documents_keys: tuple[str, ...] = _DOCUMENTS_KEYS,
     index_base: int = 1,
+    verifier: Verifier | None = None,
 ) -> Callable[[Any, Any], Awaitable[dict[str, Any]]]:
-    """`citations_valid_evaluator` for ``langsmith.aevaluate``: the judge is awaited."""
+    """`citations_valid_evaluator` for ``langsmith.aevaluate``: judge and verifier awaited."""
     base = check_index_base(index_base)
+    _check_verifier(verifier)
 
     async def evaluate(run: Any, example: Any) -> dict[str, Any]:
         found = _read_run(run, answer_keys, documents_keys)
@@ -188,7 +230,7 @@ def acitations_valid_evaluator(
             return {"results": found}
         answer, documents, question = found
         feedback = await acitation_feedback(
-            answer, documents, question, judge=judge, index_base=base
+            answer, documents, question, judge=judge, index_base=base, verifier=verifier
         )
         return {"results": feedback}
 
@@ -255,6 +297,73 @@ def _feedback(
         }
     )
     return results
+
+
+def _check_verifier(verifier: object) -> None:
+    if verifier is not None and not isinstance(verifier, Verifier):
+        msg = "verifier must be a citemark.verifiers.Verifier or None"
+        raise TypeError(msg)
+
+
+def _support_row(
+    verifier: Verifier | None,
+    graded: CitationScore,
+    answer: str,
+    sources: Sequence[Source],
+    base: int,
+) -> SupportRow | None:
+    """The row a verifier reads, as ``citemark check --verifier`` picks one; None for none.
+
+    A row whose scoring raised, or with no source to verify against, has no support.
+    """
+    if verifier is None or not sources or graded.findings.error is not None:
+        return None
+    return SupportRow(answer, sources, base)
+
+
+def _support_sync(verifier: Verifier, row: SupportRow) -> SupportRun | str:
+    """The row's advisory support, or the class name of what the verifier raised.
+
+    Called with no running event loop (`citation_support_sync`).
+    """
+    try:
+        return citation_support_sync([row], verifier)
+    except Exception as exc:  # noqa: BLE001 - advisory: a failing verifier never costs the check
+        return type(exc).__name__
+
+
+async def _asupport(verifier: Verifier, row: SupportRow) -> SupportRun | str:
+    """`_support_sync`, awaited on the caller's event loop."""
+    try:
+        return await citation_support([row], verifier)
+    except Exception as exc:  # noqa: BLE001 - advisory: a failing verifier never costs the check
+        return type(exc).__name__
+
+
+def _support_feedback(verifier: Verifier, found: SupportRun | str) -> dict[str, Any]:
+    """The ``citation_support`` feedback: the row's recall as score, advisory, identified.
+
+    ``found`` is the one-row run, or the class name of what the verifier raised (then
+    the score is None and only that name is recorded, never the exception's message).
+    """
+    identity = verifier.identity
+    if isinstance(found, str):
+        return {
+            "key": SUPPORT_KEY,
+            "score": None,
+            "comment": (
+                f"support, advisory, verifier {identity.label()}: not assessed, "
+                f"the verifier raised {found}"
+            ),
+            "metadata": {"advisory": True, "verifier": identity.as_dict(), "error": found},
+        }
+    (row,) = found.rows
+    return {
+        "key": SUPPORT_KEY,
+        "score": row.recall,
+        "comment": found.summary(),
+        "metadata": row.as_dict(),
+    }
 
 
 def _sources(sources: Sequence[Document] | Sequence[Source]) -> list[Source]:

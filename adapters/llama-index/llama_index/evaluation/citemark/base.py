@@ -8,6 +8,11 @@ The judge's opinion, when one is configured, goes into ``feedback`` and ``detail
 never into ``passing`` or ``score``: it is a second model's opinion, not a
 measurement (SPEC §1, contract 3).
 
+A support verifier (`citemark.verifiers`), when one is configured, adds ALCE's
+citation recall and precision, advisory as the judge is: the core's report line in
+``feedback``, the row's `citemark.verifiers.RowSupport` in ``support`` and its JSON
+in ``details["support"]``, never in ``passing``, ``score`` or ``invalid_result``.
+
 A row that cannot be assessed comes back as ``invalid_result=True`` with a stable
 reason code in ``invalid_reason``, and every error is caught inside, so
 ``BatchEvalRunner`` (which has no ``return_exceptions``) never loses a batch to one
@@ -16,6 +21,7 @@ row.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.async_utils import asyncio_run
@@ -23,6 +29,7 @@ from llama_index.core.base.response.schema import Response
 from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.llms import LLM
+from pydantic import InstanceOf  # noqa: TC002 - pydantic reads the field type at runtime
 
 from citemark import (
     ChatModel,
@@ -36,6 +43,7 @@ from citemark import (
 )
 from citemark.evaluation import ScoreFindings, explain
 from citemark.text import is_blank
+from citemark.verifiers import RowSupport, SupportRow, Verifier, citation_support
 from llama_index.postprocessor.citemark import LlamaIndexChat, nodes_to_sources
 
 if TYPE_CHECKING:
@@ -76,10 +84,13 @@ class CitemarkEvaluationResult(EvaluationResult):
     """The resolved citations (node id as ``chunk_id``, document id, offsets)."""
     verifications: tuple[SpanCheck, ...] | None = Field(default=None, exclude=True)
     """Each citation re-read from its document, when a reader was given."""
+    support: InstanceOf[RowSupport] | None = Field(default=None, exclude=True)
+    """With a support verifier: the row's advisory citation recall and precision."""
     details: dict[str, Any] = Field(default_factory=dict)
     """Every finding, JSON-safe: for `CitationEvaluator`, the scorer's details (the
     classified markers, sentence coverage, the judge's identity, band and verdicts),
-    the resolved ``citations`` and, with a reader, their ``verifications``."""
+    the resolved ``citations``, with a reader their ``verifications``, and with a
+    verifier its ``support`` (`citemark.verifiers.RowSupport.as_dict`)."""
 
 
 class CitationEvaluator(BaseEvaluator):
@@ -97,6 +108,13 @@ class CitationEvaluator(BaseEvaluator):
     scorer's reason codes (``empty_context``, ``no_resolved_citations`` for an answer
     that cites nothing, ``judge_call_failed``, ``invalid_judge_output``, ...) or
     ``no_answer``, ``numbering_unknown`` or ``evaluation_error``.
+
+    With a ``verifier``, a row that was scored and has sources also gets ALCE's
+    citation recall and precision from it, advisory: the core's report line ends
+    ``feedback``, the `citemark.verifiers.RowSupport` is ``support`` and its JSON
+    ``details["support"]``. ``passing``, ``score`` and ``invalid_result`` are what
+    they are without it; a verifier that raises leaves them so too, and is recorded
+    by its exception's class name only.
 
     `aevaluate_response` reads the source nodes themselves (node ids, offsets), and
     the plain `aevaluate` numbers ``contexts`` by position.
@@ -128,6 +146,7 @@ class CitationEvaluator(BaseEvaluator):
         *,
         reader: DocumentReader | None = None,
         index_base: int = 1,
+        verifier: Verifier | None = None,
     ) -> None:
         """Create the evaluator.
 
@@ -144,18 +163,32 @@ class CitationEvaluator(BaseEvaluator):
             index_base: The number of the first source node: 1 (the default), or 0
                 for a pipeline that numbers its sources from 0.
 
+            verifier: Optional `citemark.verifiers.Verifier` (`LexicalVerifier`,
+                `NliVerifier`, `JudgeVerifier` or your own) for advisory citation
+                support. The caller keeps it and closes it (``await verifier.aclose()``).
+
         Raises:
-            TypeError: ``judge`` is neither an LLM nor a `citemark.ChatModel`.
+            TypeError: ``judge`` is neither an LLM nor a `citemark.ChatModel`, or
+                ``verifier`` is not a `citemark.verifiers.Verifier`.
             ValueError: ``index_base`` is not 0 or 1.
         """
+        if verifier is not None and not isinstance(verifier, Verifier):
+            msg = "verifier must be a citemark.verifiers.Verifier or None"
+            raise TypeError(msg)
         self._scorer = CitationScorer(_chat(judge), index_base=index_base)
         self._index_base = index_base
         self._reader = reader
+        self._verifier = verifier
 
     @property
     def judge(self) -> ChatModel | None:
         """The advisory judge, as a `citemark.ChatModel`, or ``None``."""
         return self._scorer.judge
+
+    @property
+    def verifier(self) -> Verifier | None:
+        """The advisory support verifier, or ``None``."""
+        return self._verifier
 
     def _get_prompts(self) -> PromptDictType:
         # The judge prompt is citemark's own, fixed and recorded by its SHA-256.
@@ -219,8 +252,10 @@ class CitationEvaluator(BaseEvaluator):
         if not isinstance(answer, str) or is_blank(answer):
             return _invalid("no_answer", query, answer, contexts)
         score = await self._scorer.score(answer, sources, query or "")
+        support = await self._support(answer, sources, score)
         # passing is the deterministic outcome alone: a judge that fails, or whose
-        # reply is unusable, changes the feedback, never passing or validity.
+        # reply is unusable, changes the feedback, never passing or validity; nor
+        # does a verifier.
         deterministic = score.deterministic_passed
         if deterministic is None:
             return CitemarkEvaluationResult(
@@ -229,9 +264,10 @@ class CitationEvaluator(BaseEvaluator):
                 contexts=contexts,
                 invalid_result=True,
                 invalid_reason=score.reason or "no_resolved_citations",
-                feedback=score.explanation,
+                feedback=support.after(score.explanation),
                 findings=score.findings,
-                details=score.details,
+                support=support.row,
+                details=support.into(score.details),
             )
         citations: tuple[Citation, ...] = ()
         checks: tuple[SpanCheck, ...] | None = None
@@ -254,12 +290,38 @@ class CitationEvaluator(BaseEvaluator):
             passing=not failures,
             invalid_result=judge_problem is not None and not failures,
             invalid_reason=judge_problem if not failures else None,
-            feedback=" ".join(failures) or _passed(score, len(citations)),
+            feedback=support.after(" ".join(failures) or _passed(score, len(citations))),
             findings=score.findings,
             citations=citations,
             verifications=checks,
-            details=_details(score, citations, checks),
+            support=support.row,
+            details=support.into(_details(score, citations, checks)),
         )
+
+    async def _support(self, answer: str, sources: list[Source], score: CitationScore) -> _Support:
+        """The row's advisory support, as ``citemark check --verifier`` picks rows.
+
+        Empty without a verifier, without sources, or when scoring raised. A
+        verifier that raises is recorded by its exception's class name, never its
+        message.
+        """
+        verifier = self._verifier
+        if verifier is None or not sources or score.findings.error is not None:
+            return _Support()
+        identity = verifier.identity
+        try:
+            run = await citation_support([SupportRow(answer, sources, self._index_base)], verifier)
+        except Exception as exc:  # noqa: BLE001 - advisory: a failing verifier never costs the check
+            kind = type(exc).__name__
+            return _Support(
+                line=(
+                    f"support, advisory, verifier {identity.label()}: not assessed, "
+                    f"the verifier raised {kind}"
+                ),
+                details={"advisory": True, "verifier": identity.as_dict(), "error": kind},
+            )
+        (row,) = run.rows
+        return _Support(row=row, line=run.summary(), details=row.as_dict())
 
     def _verify(self, citations: Sequence[Citation]) -> tuple[SpanCheck, ...] | None:
         """Re-read each citation from its document; None without a reader."""
@@ -270,6 +332,23 @@ class CitationEvaluator(BaseEvaluator):
             SpanCheck(marker=c.marker, outcome=verify_citation(c, reader).outcome)
             for c in citations
         )
+
+
+@dataclass(frozen=True)
+class _Support:
+    """A row's advisory support as the result carries it; empty without a verifier."""
+
+    row: RowSupport | None = None
+    line: str | None = None
+    details: dict[str, Any] | None = None
+
+    def after(self, feedback: str) -> str:
+        """``feedback``, then the support's report line on a line of its own."""
+        return feedback if self.line is None else f"{feedback}\n{self.line}"
+
+    def into(self, details: dict[str, Any]) -> dict[str, Any]:
+        """``details`` with ``support`` added, when there is support."""
+        return details if self.details is None else {**details, "support": self.details}
 
 
 def _chat(judge: LLM | ChatModel | None) -> ChatModel | None:
