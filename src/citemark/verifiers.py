@@ -59,6 +59,7 @@ from citemark._judging.verifiers.support import (
     citation_support,
     citation_support_sync,
     sentence_claims,
+    support_not_assessed,
 )
 from citemark._public import publish
 
@@ -80,6 +81,7 @@ __all__ = [
     "citation_support",
     "citation_support_sync",
     "sentence_claims",
+    "support_not_assessed",
     "verify_sync",
 ]
 

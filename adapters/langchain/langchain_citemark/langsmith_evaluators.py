@@ -39,6 +39,7 @@ from citemark.verifiers import (
     Verifier,
     citation_support,
     citation_support_sync,
+    support_not_assessed,
 )
 from langchain_citemark.documents import documents_to_sources
 
@@ -348,15 +349,8 @@ def _support_feedback(verifier: Verifier, found: SupportRun | str) -> dict[str, 
     """
     identity = verifier.identity
     if isinstance(found, str):
-        return {
-            "key": SUPPORT_KEY,
-            "score": None,
-            "comment": (
-                f"support, advisory, verifier {identity.label()}: not assessed, "
-                f"the verifier raised {found}"
-            ),
-            "metadata": {"advisory": True, "verifier": identity.as_dict(), "error": found},
-        }
+        comment, details = support_not_assessed(identity, found)
+        return {"key": SUPPORT_KEY, "score": None, "comment": comment, "metadata": details}
     (row,) = found.rows
     return {
         "key": SUPPORT_KEY,

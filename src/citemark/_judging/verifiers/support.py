@@ -74,6 +74,7 @@ __all__ = [
     "citation_support",
     "citation_support_sync",
     "sentence_claims",
+    "support_not_assessed",
 ]
 
 DEFAULT_AT_MOST_CITATIONS: Final = 3
@@ -321,6 +322,19 @@ class SupportRun:
             f"support, advisory, verifier {self.verifier.label()}: citation recall {recall}, "
             f"precision {precision} over {counted(self.sentences, 'sentence')}"
         )
+
+
+def support_not_assessed(identity: VerifierIdentity, error: str) -> tuple[str, dict[str, object]]:
+    """The report line and JSON fields of a row whose verifier raised ``error``.
+
+    ``error`` is the exception's class name only, never its message: a verifier's
+    exception may carry a passage or a provider's reply. Advisory, as every figure
+    here: the row's deterministic result stands.
+    """
+    line = (
+        f"support, advisory, verifier {identity.label()}: not assessed, the verifier raised {error}"
+    )
+    return line, {"advisory": True, "verifier": identity.as_dict(), "error": error}
 
 
 async def citation_support(

@@ -43,7 +43,13 @@ from citemark import (
 )
 from citemark.evaluation import ScoreFindings, explain
 from citemark.text import is_blank
-from citemark.verifiers import RowSupport, SupportRow, Verifier, citation_support
+from citemark.verifiers import (
+    RowSupport,
+    SupportRow,
+    Verifier,
+    citation_support,
+    support_not_assessed,
+)
 from llama_index.postprocessor.citemark import LlamaIndexChat, nodes_to_sources
 
 if TYPE_CHECKING:
@@ -312,14 +318,8 @@ class CitationEvaluator(BaseEvaluator):
         try:
             run = await citation_support([SupportRow(answer, sources, self._index_base)], verifier)
         except Exception as exc:  # noqa: BLE001 - advisory: a failing verifier never costs the check
-            kind = type(exc).__name__
-            return _Support(
-                line=(
-                    f"support, advisory, verifier {identity.label()}: not assessed, "
-                    f"the verifier raised {kind}"
-                ),
-                details={"advisory": True, "verifier": identity.as_dict(), "error": kind},
-            )
+            line, details = support_not_assessed(identity, type(exc).__name__)
+            return _Support(line=line, details=details)
         (row,) = run.rows
         return _Support(row=row, line=run.summary(), details=row.as_dict())
 
