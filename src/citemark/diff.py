@@ -7,7 +7,9 @@ new violation, a resolved one, a changed judge verdict, a changed reason. Two ru
 a changed pipeline over the same questions compare whatever their answers; the
 comparison counts the rows whose answer, sources or question changed, and names each
 check option, version and judge field that differs (two instruments, not one). Only
-runs that share no row are refused. See ``docs/diff.md``.
+runs that share no row are refused. Runs checked with one support verifier
+(``check --verifier``) also name each citation whose advisory verdict changed
+(`SupportDiff`, `SupportRowChange`). See ``docs/diff.md``.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from citemark._pipelines.diff.compare import (
     RowChange,
     RowState,
     RunDiff,
+    SupportDiff,
+    SupportRowChange,
     compare_runs,
 )
 from citemark._pipelines.diff.render import render_html, render_text
+from citemark._pipelines.diff.support import SupportFlip
 from citemark._public import publish
 
 __all__ = [
@@ -33,6 +38,9 @@ __all__ = [
     "RowState",
     "RunDiff",
     "RunDiffError",
+    "SupportDiff",
+    "SupportFlip",
+    "SupportRowChange",
     "compare_runs",
     "render_html",
     "render_text",

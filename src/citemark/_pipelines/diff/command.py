@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import TextIO
 
-    from citemark._pipelines.diff.compare import RowChange, RunDiff
+    from citemark._pipelines.diff.compare import RowChange, RunDiff, SupportRowChange
     from citemark._pipelines.diff.matching import MatchRule
 
 __all__ = ["run_diff"]
@@ -43,11 +43,11 @@ def run_diff(  # noqa: PLR0913 - the command's options
         RunDiffError: the runs cannot be compared (see `citemark.diff.compare_runs`),
             or the page cannot be written.
     """
-    with compared(old, new, match=match) as (summary, changes):
+    with compared(old, new, match=match) as (summary, changes, support):
         if html is not None:
             problem: str | None = None
             try:
-                _write_page(summary, changes(), old, new, html)
+                _write_page(summary, changes(), support(), old=old, new=new, html=html)
             except OSError as exc:
                 problem = exc.strerror or type(exc).__name__
             if problem is not None:
@@ -55,13 +55,21 @@ def run_diff(  # noqa: PLR0913 - the command's options
                 msg = f"cannot write --html: {problem}"
                 raise RunDiffError(msg)
         if as_json:
-            write_json(summary, changes(), out.write, exit_code=exit_code)
+            write_json(
+                summary, changes(), out.write, exit_code=exit_code, support_changes=support()
+            )
         else:
-            write_text(summary, changes(), out.write)
+            write_text(summary, changes(), out.write, support_changes=support())
 
 
-def _write_page(
-    summary: RunDiff, changes: Iterator[RowChange], old: Path, new: Path, html: Path
+def _write_page(  # noqa: PLR0913 - the page's parts
+    summary: RunDiff,
+    changes: Iterator[RowChange],
+    support: Iterator[SupportRowChange],
+    *,
+    old: Path,
+    new: Path,
+    html: Path,
 ) -> None:
     html.parent.mkdir(parents=True, exist_ok=True)
     with AtomicFile(html) as page:
@@ -73,5 +81,6 @@ def _write_page(
             new_name=str(new),
             old_href=folder_href(old, html),
             new_href=folder_href(new, html),
+            support_changes=support,
         )
         page.commit()

@@ -18,6 +18,12 @@ and each change says why:
 - ``reason_changed``: the un-assessed reason (or a malformed line's reason) differs;
 - ``outcome_changed``: the outcome differs for none of the reasons above.
 
+A matched row whose advisory support verdicts (``check --verifier``) changed is not a
+change of its result: it is listed apart (`SupportRowChange`: each citation, by sentence
+and source number, whose verdict alone changed, and each sentence whose recall did),
+counted in `SupportDiff`, and compared only when both runs were checked by verifiers of
+one identity (`citemark._pipelines.diff.support`).
+
 A row only in the new run is ``added``, one only in the old run ``removed``. Over
 every matched row the comparison also counts how many changed answer, sources or
 question (from the digests, when both records carry them), and it names every check
@@ -61,7 +67,14 @@ from citemark._pipelines.diff.runs import (
     read_ids,
     read_report,
     read_rows,
+    read_support,
     shown_lines,
+)
+from citemark._pipelines.diff.support import (
+    SupportFlip,
+    SupportVerifier,
+    flips,
+    why_not_compared,
 )
 
 if TYPE_CHECKING:
@@ -75,6 +88,8 @@ __all__ = [
     "RowChange",
     "RowState",
     "RunDiff",
+    "SupportDiff",
+    "SupportRowChange",
     "compare_runs",
     "compared",
 ]
@@ -152,6 +167,44 @@ class Difference(BaseModel):
     """The new run's value (None when it does not record it)."""
 
 
+class SupportRowChange(BaseModel):
+    """One matched row whose advisory support verdicts changed: each citation that did."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    id: str | None
+    """The row's id (the new run's), or None; as `RowChange.id`."""
+    old_line: int
+    """The row's line in the old run's input."""
+    new_line: int
+    """The row's line in the new run's input."""
+    flips: tuple[SupportFlip, ...]
+    """Each citation whose verdict alone changed and each sentence whose recall did."""
+
+
+class SupportDiff(BaseModel):
+    """The two runs' advisory support compared: whether, why not, and how many changed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    compared: bool
+    """Whether the verdicts were compared: both runs checked by one verifier identity."""
+    why_not: str | None
+    """Why not, in structural words; None when they were compared."""
+    old_verifier: SupportVerifier | None
+    """The old run's verifier, or None."""
+    new_verifier: SupportVerifier | None
+    """The new run's verifier, or None."""
+    rows: int = 0
+    """Matched rows with verdicts from that verifier in both runs."""
+    rows_changed: int = 0
+    """Of those, rows whose verdicts changed."""
+    citations_changed: int = 0
+    """Citations whose verdict alone changed, over those rows."""
+    recalls_changed: int = 0
+    """Sentences whose recall changed, over those rows."""
+
+
 class RunDiff(BaseModel):
     """Two runs compared: totals, the instruments, and every changed row."""
 
@@ -208,6 +261,10 @@ class RunDiff(BaseModel):
     ``judge`` itself when only one run had one."""
     changes: tuple[RowChange, ...]
     """Every changed, added or removed row: the new run's order, then removed rows."""
+    support: SupportDiff | None = None
+    """The advisory support verdicts compared (``check --verifier``); advisory only."""
+    support_changes: tuple[SupportRowChange, ...] = ()
+    """Every matched row whose support verdicts changed, in the new run's order."""
 
 
 def compare_runs(
@@ -238,8 +295,10 @@ def compare_runs(
             another count of records), or the runs share no row.
         ValueError: ``match`` is not one of the rules.
     """
-    with compared(old_dir, new_dir, match=match) as (summary, changes):
-        return summary.model_copy(update={"changes": tuple(changes())})
+    with compared(old_dir, new_dir, match=match) as (summary, changes, support_changes):
+        return summary.model_copy(
+            update={"changes": tuple(changes()), "support_changes": tuple(support_changes())}
+        )
 
 
 @contextlib.contextmanager
@@ -248,11 +307,14 @@ def compared(
     new_dir: str | os.PathLike[str],
     *,
     match: MatchRule = "auto",
-) -> Iterator[tuple[RunDiff, Callable[[], Iterator[RowChange]]]]:
-    """Compare two runs on disk; yield the totals (``changes`` empty) and the changes.
+) -> Iterator[
+    tuple[RunDiff, Callable[[], Iterator[RowChange]], Callable[[], Iterator[SupportRowChange]]]
+]:
+    """Compare two runs on disk; yield the totals (lists empty), the changes and support's.
 
     The second value reads the changes back from the on-disk index, in order, each
-    time it is called, while the block lasts; leaving it removes the index.
+    time it is called, while the block lasts; the third reads the rows whose support
+    verdicts changed the same way; leaving the block removes the index.
 
     Raises:
         RunDiffError: as `compare_runs`.
@@ -266,6 +328,7 @@ def compared(
     with RowIndex() as index:
         old_page, new_page = shown_lines(old_path), shown_lines(new_path)
         tally = _Tally(match)
+        support = _SupportTally(old_run, new_run, old_path)
         index.load(tally.keyed("old", read_rows(old_path, old_run.seal)))
         tally.ids_compared = match == "id" or (
             match == "auto" and tally.old_ids > 0 and _share_an_id(index, new_path)
@@ -284,6 +347,9 @@ def compared(
                     _dump(RowChange(id=new.id, old=None, new=_state(new, new_page), why=("added",)))
                 )
                 continue
+            support_change = support.compare(old, new)
+            if support_change is not None:
+                index.record(_dump(support_change), table="support")
             change = tally.compare(old, new, kind_of(key))
             if change is not None:
                 why, inputs = change
@@ -311,8 +377,16 @@ def compared(
             index.record(
                 _dump(RowChange(id=old.id, old=_state(old, old_page), new=None, why=("removed",)))
             )
-        summary = _summary(old_run, new_run, tally)
-        yield summary, lambda: (RowChange.model_validate(json.loads(t)) for t in index.changes())
+        summary = _summary(old_run, new_run, tally).model_copy(
+            update={"support": support.summary()}
+        )
+        yield (
+            summary,
+            lambda: (RowChange.model_validate(json.loads(t)) for t in index.changes()),
+            lambda: (
+                SupportRowChange.model_validate(json.loads(t)) for t in index.changes("support")
+            ),
+        )
 
 
 def _share_an_id(index: RowIndex, new_path: Path) -> bool:
@@ -331,7 +405,7 @@ def _rule_words(tally: _Tally) -> str:
     return f"matched by question, else by line: {why}"
 
 
-def _dump(change: RowChange) -> str:
+def _dump(change: RowChange | SupportRowChange) -> str:
     return json.dumps(change.model_dump(mode="json"), ensure_ascii=True, separators=(",", ":"))
 
 
@@ -346,6 +420,47 @@ def _state(facts: RowFacts, page: frozenset[int] | None) -> RowState:
         record=facts.record,
         on_page=None if page is None else (facts.outcome != "malformed" and facts.line in page),
     )
+
+
+class _SupportTally:
+    """The support verdicts of matched rows, compared when one verifier judged both runs."""
+
+    def __init__(self, old: RunInfo, new: RunInfo, old_path: Path) -> None:
+        self.old, self.new, self.old_path = old.verifier, new.verifier, old_path
+        self.why_not = why_not_compared(old.verifier, new.verifier)
+        self.rows = self.rows_changed = self.citations = self.recalls = 0
+
+    def compare(self, old: RowFacts, new: RowFacts) -> SupportRowChange | None:
+        """The pair's changed verdicts, or None when none changed or they are not compared."""
+        if self.why_not is not None or old.support is None or new.marks is None:
+            return None
+        if new.support is None or old.support.split("|")[0] != new.support.split("|")[0]:
+            return None  # a row judged by another verifier than its run's: not compared
+        self.rows += 1
+        if old.support == new.support:
+            return None
+        found = flips(read_support(self.old_path, old.offset, old.support), new.marks)
+        if not found:
+            return None
+        self.rows_changed += 1
+        for flip in found:
+            if flip.source is None:
+                self.recalls += 1
+            else:
+                self.citations += 1
+        return SupportRowChange(id=new.id, old_line=old.line, new_line=new.line, flips=found)
+
+    def summary(self) -> SupportDiff:
+        return SupportDiff(
+            compared=self.why_not is None,
+            why_not=self.why_not,
+            old_verifier=self.old,
+            new_verifier=self.new,
+            rows=self.rows,
+            rows_changed=self.rows_changed,
+            citations_changed=self.citations,
+            recalls_changed=self.recalls,
+        )
 
 
 class _Tally:

@@ -6,8 +6,9 @@ by (`citemark._pipelines.diff.matching.RowKeys`: with the runs' ids compared, an
 whether the new run shares an id with them is asked of the index (`has`); the new
 run is then streamed against it, each match taken out of the index as it is
 found, so what remains at the end is the removed rows, in the old run's order. The
-changed rows are appended to a second table as they are found and read back in order
-by whatever renders them. SQLite's page cache is capped, so the memory a comparison
+changed rows are appended to a second table as they are found, and the rows whose
+advisory support verdicts changed to a third, each read back in order by whatever
+renders them. SQLite's page cache is capped, so the memory a comparison
 uses does not grow with the number of rows; the disk it uses does (about the size of
 the two runs' row states).
 """
@@ -40,23 +41,34 @@ _BATCH: Final = 2000
 _SCHEMA: Final = (
     "CREATE TABLE old (seq INTEGER PRIMARY KEY, match TEXT, alt TEXT, facts TEXT NOT NULL)",
     "CREATE TABLE changes (seq INTEGER PRIMARY KEY, change TEXT NOT NULL)",
+    "CREATE TABLE support (seq INTEGER PRIMARY KEY, change TEXT NOT NULL)",
     # Built as the rows go in, not sorted at the end: a sort's memory grows with the rows.
     "CREATE INDEX by_match ON old (match, seq)",
 )
 _ALT_INDEX: Final = "CREATE INDEX by_alt ON old (alt, seq)"
 _COLUMNS: Final = {False: "match", True: "alt"}
+_TABLES: Final = {"changes": "changes", "support": "support"}
+
+
+# A row's support verdicts are indexed in short (``support``, with the record's offset
+# to read them again), never whole (``marks``): the index grows by a constant per row.
+_DIGESTS: Final = RowFacts._fields.index("digests")
+_VERDICTS: Final = RowFacts._fields.index("verdicts")
+_MARKS: Final = RowFacts._fields.index("marks")
 
 
 def _pack(facts: RowFacts) -> str:
-    digests = None if facts.digests is None else facts.digests.model_dump()
-    return json.dumps([*facts[:-1], digests], ensure_ascii=True, separators=(",", ":"))
+    values: list[Any] = list(facts[:_MARKS])
+    if facts.digests is not None:
+        values[_DIGESTS] = facts.digests.model_dump()
+    return json.dumps(values, ensure_ascii=True, separators=(",", ":"))
 
 
 def _unpack(text: str) -> RowFacts:
     values: list[Any] = json.loads(text)
-    digests = values[-1]
-    values[-1] = None if digests is None else RowDigests(**digests)
-    values[-2] = tuple(values[-2])
+    digests = values[_DIGESTS]
+    values[_DIGESTS] = None if digests is None else RowDigests(**digests)
+    values[_VERDICTS] = tuple(values[_VERDICTS])
     return RowFacts(*values)
 
 
@@ -82,7 +94,7 @@ class RowIndex:
         except sqlite3.Error:
             self._folder.cleanup()
             raise _failed() from None
-        self._pending: list[tuple[str]] = []
+        self._pending: dict[str, list[tuple[str]]] = {"changes": [], "support": []}
 
     def __enter__(self) -> Self:
         """Return the index itself."""
@@ -155,16 +167,17 @@ class RowIndex:
         """The old rows no new row matched, in the old run's order."""
         return (_unpack(text) for text in self._pages("SELECT seq, facts FROM old"))
 
-    def record(self, change: str) -> None:
-        """Append one change (its JSON text)."""
-        self._pending.append((change,))
-        if len(self._pending) >= _BATCH:
-            self._flush()
+    def record(self, change: str, *, table: str = "changes") -> None:
+        """Append one change (its JSON text) to ``changes``, or a support change to ``support``."""
+        pending = self._pending[table]
+        pending.append((change,))
+        if len(pending) >= _BATCH:
+            self._flush(table)
 
-    def changes(self) -> Iterator[str]:
-        """Every change recorded, in the order recorded, as JSON text."""
-        self._flush()
-        yield from self._pages("SELECT seq, change FROM changes")
+    def changes(self, table: str = "changes") -> Iterator[str]:
+        """Every change recorded in ``table``, in the order recorded, as JSON text."""
+        self._flush(table)
+        yield from self._pages(f"SELECT seq, change FROM {_TABLES[table]}")  # noqa: S608 - a fixed name
 
     def _pages(self, select: str) -> Iterator[str]:
         """The text column of ``select`` (``seq`` and one text), in seq order, a batch at a time."""
@@ -182,12 +195,16 @@ class RowIndex:
             last = batch[-1][0]
             yield from (text for _, text in batch)
 
-    def _flush(self) -> None:
+    def _flush(self, table: str) -> None:
+        pending = self._pending[table]
         try:
-            self._db.executemany("INSERT INTO changes (change) VALUES (?)", self._pending)
+            self._db.executemany(
+                f"INSERT INTO {_TABLES[table]} (change) VALUES (?)",  # noqa: S608 - a fixed name
+                pending,
+            )
         except sqlite3.Error:
             raise _failed() from None
-        self._pending.clear()
+        pending.clear()
 
 
 def _failed() -> RunDiffError:

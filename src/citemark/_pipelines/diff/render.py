@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 from citemark._pipelines.check.html import _STYLE as REPORT_STYLE
 from citemark._pipelines.check.html import _counts_html, _csp_hash, _e
 from citemark._pipelines.check.terminal import json_printable, printable
+from citemark._pipelines.diff.support import verifier_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -32,7 +33,13 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from citemark._contract.artifacts import ModelIdentity
-    from citemark._pipelines.diff.compare import Difference, RowChange, RowState, RunDiff
+    from citemark._pipelines.diff.compare import (
+        Difference,
+        RowChange,
+        RowState,
+        RunDiff,
+        SupportRowChange,
+    )
 
 __all__ = [
     "folder_href",
@@ -162,10 +169,34 @@ def _options_note(diff: RunDiff) -> str:
     return f"options: DIFFERENT: {_listed(diff.option_differences)}"
 
 
+def _support_note(diff: RunDiff) -> str | None:
+    """The support line: what was compared and how much changed, or why it was not."""
+    support = diff.support
+    if support is None or (support.old_verifier is None and support.new_verifier is None):
+        return None
+    if not support.compared:
+        return f"support (advisory): not compared: {support.why_not}"
+    return (
+        f"support (advisory, verifier {verifier_label(support.new_verifier)}): of "
+        f"{support.rows} rows judged in both runs, {support.rows_changed} changed: "
+        f"{support.citations_changed} citation verdicts, {support.recalls_changed} "
+        "sentence recalls"
+    )
+
+
+def _support_line(change: SupportRowChange) -> str:
+    name = f"line {change.new_line}"
+    if change.id is not None:
+        name = f"{change.id} ({name})"
+    return f"  {name}: {'; '.join(flip.text() for flip in change.flips)}"
+
+
 def _head_lines(diff: RunDiff) -> list[str]:
+    support = _support_note(diff)
     lines = [
         _inputs_note(diff),
         _judge_note(diff),
+        *([] if support is None else [support]),
         (
             f"rows: {diff.compared} compared, {diff.unchanged} unchanged, {diff.changed} "
             f"changed, {diff.added} added, {diff.removed} removed"
@@ -199,10 +230,13 @@ def write_text(
     write: Callable[[str], object],
     *,
     most: int = _MAX_TEXT_ROWS,
+    support_changes: Iterable[SupportRowChange] = (),
 ) -> None:
     """Write the comparison as text: totals, instruments, then up to ``most`` changed rows.
 
-    Only the first ``most`` changes are read from ``changes``.
+    Only the first ``most`` changes are read from ``changes``, and of
+    ``support_changes`` (the rows whose advisory support verdicts changed) the first
+    ``most``, listed after them.
     """
     lines = _head_lines(diff)
     shown = 0
@@ -214,13 +248,24 @@ def write_text(
     left = diff.changed + diff.added + diff.removed - shown
     if left > 0:
         lines.append(f"  and {left} more (--json lists every row)")
+    support = diff.support
+    if support is not None and support.rows_changed:
+        lines.append("support verdicts changed (advisory):")
+        listed = 0
+        for support_change in support_changes:
+            if listed >= most:
+                break
+            lines.append(_support_line(support_change))
+            listed += 1
+        if support.rows_changed > listed:
+            lines.append(f"  and {support.rows_changed - listed} more (--json lists every row)")
     write("\n".join(printable(line) for line in lines) + "\n")
 
 
 def render_text(diff: RunDiff, *, most: int = _MAX_TEXT_ROWS) -> str:
     """The comparison as lines of text: totals, instruments, then up to ``most`` changed rows."""
     parts: list[str] = []
-    write_text(diff, diff.changes, parts.append, most=most)
+    write_text(diff, diff.changes, parts.append, most=most, support_changes=diff.support_changes)
     return "".join(parts)
 
 
@@ -230,20 +275,29 @@ def write_json(
     write: Callable[[str], object],
     *,
     exit_code: int,
+    support_changes: Iterable[SupportRowChange] = (),
 ) -> None:
     """Write ``{"exit_code": ..., "diff": ...}`` as one JSON line, the changes streamed.
 
-    The text is what `json.dumps` of the whole value would give (``diff.changes`` is
-    ignored: ``changes`` is written in its place), with DEL and C1 escaped.
+    The text is what `json.dumps` of the whole value would give (``diff.changes`` and
+    ``diff.support_changes`` are ignored: ``changes`` and ``support_changes`` are
+    written in their place), with DEL and C1 escaped.
     """
     head = json.dumps(
-        {"exit_code": exit_code, "diff": diff.model_dump(mode="json", exclude={"changes"})},
+        {
+            "exit_code": exit_code,
+            "diff": diff.model_dump(mode="json", exclude={"changes", "support_changes"}),
+        },
         ensure_ascii=False,
         allow_nan=False,
     )
     write(json_printable(head[:-2]) + ', "changes": [')
     for number, change in enumerate(changes):
         text = json.dumps(change.model_dump(mode="json"), ensure_ascii=False, allow_nan=False)
+        write((", " if number else "") + json_printable(text))
+    write('], "support_changes": [')
+    for number, support_change in enumerate(support_changes):
+        text = json.dumps(support_change.model_dump(mode="json"), ensure_ascii=False)
         write((", " if number else "") + json_printable(text))
     write("]}}\n")
 
@@ -306,6 +360,7 @@ def write_html(  # noqa: PLR0913 - the page's parts
     new_name: str,
     old_href: str | None = None,
     new_href: str | None = None,
+    support_changes: Iterable[SupportRowChange] = (),
 ) -> None:
     """Write the comparison as a self-contained page in the style of ``report.html``.
 
@@ -318,6 +373,7 @@ def write_html(  # noqa: PLR0913 - the page's parts
         old_href: The old run's folder URL as seen from the page (see `folder_href`),
             for each row's links; None for no links.
         new_href: The same for the new run.
+        support_changes: The rows whose advisory support verdicts changed, in order.
     """
     policy = (
         "default-src 'none'; base-uri 'none'; form-action 'none'; img-src 'none'; "
@@ -373,7 +429,32 @@ def write_html(  # noqa: PLR0913 - the page's parts
     )
     for change in changes:
         write(_row_html(change, old_href, new_href))
-    write("</tbody></table></main>\n</body></html>\n")
+    write("</tbody></table>")
+    _write_support_html(diff, support_changes, write)
+    write("</main>\n</body></html>\n")
+
+
+def _write_support_html(
+    diff: RunDiff, changes: Iterable[SupportRowChange], write: Callable[[str], object]
+) -> None:
+    """The support section: the note, then one row per changed row (advisory)."""
+    note = _support_note(diff)
+    if note is None:
+        return
+    write(f'<section class="support"><h2>Support (advisory)</h2><p class="meta">{_e(note)}</p>')
+    if diff.support is not None and diff.support.rows_changed:
+        write(
+            '<table class="diff"><thead><tr><th>row</th><th>changed verdicts</th></tr>'
+            "</thead><tbody>"
+        )
+        for change in changes:
+            name = f"line {change.new_line}"
+            if change.id is not None:
+                name = f"{change.id} ({name})"
+            flips = "<br>".join(_e(flip.text()) for flip in change.flips)
+            write(f"<tr><td>{_e(name)}</td><td>{flips}</td></tr>")
+        write("</tbody></table>")
+    write("</section>")
 
 
 def render_html(
@@ -394,5 +475,6 @@ def render_html(
         new_name=new_name,
         old_href=old_href,
         new_href=new_href,
+        support_changes=diff.support_changes,
     )
     return "".join(parts)

@@ -25,6 +25,7 @@ by (not the per-run ones), for the comparison to learn whether two runs share an
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -39,6 +40,7 @@ from citemark._judging.scorer.findings import ScoreFindings
 from citemark._model.strictjson import StrictJSONError, line_reason, loads_strict
 from citemark._pipelines.check.names import REPORT_NAME, ROWS_NAME
 from citemark._pipelines.diff.digests import DIGEST_CHARS, RowDigests
+from citemark._pipelines.diff.support import SupportMarks, SupportVerifier, support_marks
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -54,6 +56,7 @@ __all__ = [
     "read_ids",
     "read_report",
     "read_rows",
+    "read_support",
     "shown_lines",
 ]
 
@@ -101,12 +104,23 @@ class RunInfo(NamedTuple):
     """The check's judge, or None."""
     seal: RowsSeal
     """What the report says its ``rows.jsonl`` holds, for `read_rows` to hold it to."""
+    verifier: SupportVerifier | None = None
+    """The support verifier of ``check --verifier``, or None when the run had none."""
+
+
+class _SupportRun(BaseModel):
+    """What a comparison reads of ``report.json``'s ``check.support``: the verifier."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    verifier: SupportVerifier
 
 
 class _Check(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     judge: ModelIdentity | None = None
+    support: _SupportRun | None = None
     files: dict[str, str] | None = None
     rows: int | None = None
     malformed: int | None = None
@@ -179,6 +193,12 @@ class RowFacts(NamedTuple):
     """The judge's per-citation outcomes, in order."""
     digests: RowDigests | None
     """The row's input digests, when its record carries them."""
+    support: str | None = None
+    """The row's support verdicts in short (`SupportMarks.key`), when its record has them."""
+    offset: int = 0
+    """Where its record starts in ``rows.jsonl``, in bytes, to read its verdicts again."""
+    marks: SupportMarks | None = None
+    """The verdicts themselves: held for the row being compared only, never indexed."""
 
 
 def _refuse_report(folder: Path) -> RunDiffError:
@@ -228,6 +248,7 @@ def read_report(folder: Path) -> RunInfo:
         config=report.config,
         judge=report.check.judge,
         seal=report.seal(),
+        verifier=None if report.check.support is None else report.check.support.verifier,
     )
 
 
@@ -276,9 +297,10 @@ def read_rows(folder: Path, seal: RowsSeal) -> Iterator[RowFacts]:
         msg = f"{folder.name}/{ROWS_NAME} is missing or cannot be read"
         raise RunDiffError(msg) from None
     hasher = hashlib.sha256()
-    records = 0
+    records = offset = 0
     with handle:
         for number, raw in enumerate(handle, start=1):
+            start, offset = offset, offset + len(raw)
             hasher.update(raw)
             records = number
             record = _record(folder, number, raw)
@@ -288,7 +310,7 @@ def read_rows(folder: Path, seal: RowsSeal) -> Iterator[RowFacts]:
                     f"{folder.name}/{REPORT_NAME} describes (its run_id differs)"
                 )
                 raise RunDiffError(msg)
-            yield _facts(number, record)
+            yield _facts(number, record, start)
     _hold_to(folder, seal, hasher.hexdigest(), records)
 
 
@@ -346,13 +368,14 @@ def _whole(folder: Path, number: int, record: _Record) -> _Record:
     return record
 
 
-def _facts(number: int, record: _Record) -> RowFacts:
+def _facts(number: int, record: _Record, offset: int) -> RowFacts:
     findings = record.details
     malformed = record.outcome == "malformed"
     if malformed:
         findings = None
     row_id = None if malformed else record.id
     digests = None if malformed or not _recorded(record.digests) else record.digests
+    marks = None if findings is None else support_marks(findings.support)
     return RowFacts(
         record=number,
         line=record.line,
@@ -364,6 +387,9 @@ def _facts(number: int, record: _Record) -> RowFacts:
         judge_band=None if findings is None else findings.raw_score,
         verdicts=() if findings is None else _verdict_outcomes(findings),
         digests=digests,
+        support=None if marks is None else marks.key,
+        offset=offset,
+        marks=marks,
     )
 
 
@@ -433,3 +459,38 @@ def _is_digest(value: str) -> bool:
 
 def _verdict_outcomes(findings: ScoreFindings) -> tuple[str, ...]:
     return tuple(str(verdict.get("outcome")) for verdict in findings.verdicts)
+
+
+def read_support(folder: Path, offset: int, key: str) -> SupportMarks:
+    """The support verdicts of the record at ``offset`` of ``folder/rows.jsonl``, read again.
+
+    A comparison indexes each old row's verdicts in short (``key``) and reads them
+    whole only for a row whose verdicts changed; the record read must still give
+    ``key``.
+
+    Raises:
+        RunDiffError: the file cannot be read, or the record there no longer gives ``key``
+            (the file changed while it was compared).
+    """
+    where = f"{folder.name}/{ROWS_NAME}"
+    try:
+        with open_regular(folder / ROWS_NAME) as handle:
+            handle.seek(offset)
+            raw = handle.readline()
+    except OSError:
+        msg = f"{where} cannot be read again"
+        raise RunDiffError(msg) from None
+    record: _Record | None = None
+    try:
+        record = _Record.model_validate_json(raw)
+    except ValidationError:
+        with contextlib.suppress(ValueError, RecursionError, ValidationError):
+            # JSON the fast reader cannot take (a lone surrogate escape) but Python's can.
+            record = _Record.model_validate(json.loads(raw.decode("utf-8")), strict=False)
+    marks = None
+    if record is not None and record.details is not None:
+        marks = support_marks(record.details.support)
+    if marks is None or marks.key != key:
+        msg = f"{where} changed while it was compared"
+        raise RunDiffError(msg)
+    return marks
