@@ -16,7 +16,7 @@ can close the block. Without JavaScript the header and counts are shown, and a n
 says the rows need the script (``rows.jsonl`` holds every row in full).
 
 A row is a JSON array: ``[line, id, outcome, question, answer, explanation, codes,
-issues, sources, notes, source_title, more, group, title]``. ``outcome`` indexes
+issues, sources, notes, source_title, more, group, title, support]``. ``outcome`` indexes
 `OUTCOMES` (without a judge, the row's headline category in its place: `page_outcome`,
 shown in the words of ``names``); ``title`` is the row's title
 (`citemark._pipelines.check.titles.row_title`: its readable id, else its question cut short);
@@ -32,6 +32,14 @@ summary counts it under), or null without ``--group-by``. Every other string (th
 question, the explanation, codes, descriptions, source texts, the group) is an index
 into the text table, so a question asked of several pipelines is stored once too.
 With ``--group-by``, a menu beside the outcome filters shows one group's rows.
+
+With ``check --verifier`` a resolved marker is ``[0, k, text, verdict]``: its source's
+advisory verdict alone (0 supported, 1 not supported, 2 unjudged, 3 not asked), and
+``support`` is ``[recall, precision, reattributed]``, ``reattributed`` at most 20
+``[sentence, source, [other sources]]``: a citation its source does not support whose
+claim other given sources do (numbers only; the claim is the answer's own text). The
+header names the verifier's whole identity, beside the run's support figures. Without
+a verifier ``support`` is null and markers have three elements.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ import hashlib
 import importlib.resources
 import itertools
 import json
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from citemark._contract.artifacts import write_report_atomically
 from citemark._contract.reasons import REASONS
@@ -185,6 +193,7 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
     cursor = 0
     limit = min(len(answer), _MAX_ANSWER_CHARS)
     spans = _provider_spans(findings, limit)
+    support = _row_support(findings.support)
     for piece in _pieces(answer, sources, findings):
         if piece.start < cursor or piece.end > limit:
             continue
@@ -199,7 +208,8 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
             k = numbers.get(str(int(digits)) if len(digits) < 19 else digits)  # noqa: PLR2004
         if piece.kind == "resolved" and k is not None:
             cited.add(k)
-            pieces.append([0, k, text])
+            verdict = _marker_verdict(support, piece.start, k)
+            pieces.append([0, k, text] if verdict is None else [0, k, text, verdict])
         elif piece.kind in ("fabricated", "ambiguous"):
             message = _issue_message(piece, given, numbered=numbered)
             issues.append([_t(piece.label), piece.kind, table.ref(message)])
@@ -249,7 +259,103 @@ def row_record(  # noqa: PLR0913, PLR0915 - one pass over the row, as the checke
         [table.ref(text) for text in more],
         None if group is None else table.ref(group),
         table.ref(row_title(row_id, question, line, opaque=opaque_id)),
+        None if support is None else support.record(),
     ]
+
+
+def _support_html(summary: CheckSummary) -> str:
+    """The verifier's identity, and its figures when the scope note does not give them."""
+    support = summary.support
+    if support is None:
+        return ""
+    who = " ".join(support.verifier.get(key, "?") for key in ("kind", "name", "version", "digest"))
+    figures = f"{support.text()}. " if summary.judge is not None else ""
+    return (
+        f'<p class="facts support">{_e(figures)}Verifier: <code>{_e(who)}</code>; each '
+        "resolved marker shows its source's verdict alone (advisory: it fails no row).</p>"
+    )
+
+
+# The support verdict of a resolved marker, as the page's script reads it (SUPPORT in page.js).
+_VERDICTS: Final = ("entailed", "not_entailed", "unjudged", "not_asked")
+# At most this many re-attributed citations per row, and other sources per citation.
+_MAX_REATTRIBUTED: Final = 20
+_MAX_OTHERS: Final = 10
+
+
+class _Sentence(NamedTuple):
+    start: int
+    end: int
+    number: int
+    # Each citation's source number and verdict alone, as the verifier judged it.
+    verdicts: tuple[tuple[int, int], ...]
+    # Each citation not supported alone whose re-attribution found others that are.
+    others: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+class _RowSupport(NamedTuple):
+    recall: float | None
+    precision: float | None
+    sentences: tuple[_Sentence, ...]
+
+    def record(self) -> list[JsonValue]:
+        """``[recall, precision, [[sentence, source, [other sources]], ...]]`` (bounded)."""
+        moved: list[JsonValue] = []
+        for sentence in self.sentences:
+            for source, others in sentence.others:
+                if len(moved) < _MAX_REATTRIBUTED:
+                    moved.append([sentence.number + 1, source, list(others[:_MAX_OTHERS])])
+        return [self.recall, self.precision, moved]
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _row_support(support: dict[str, JsonValue] | None) -> _RowSupport | None:
+    """The row's support verdicts (``details.support``) as the page draws them; None if none."""
+    if not isinstance(support, dict) or not isinstance(support.get("sentences"), list):
+        return None
+    sentences: list[_Sentence] = []
+    for raw in support["sentences"]:  # type: ignore[union-attr]
+        if not isinstance(raw, dict):
+            continue
+        start, end, index = raw.get("start"), raw.get("end"), raw.get("index")
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(index, int)):
+            continue
+        verdicts: list[tuple[int, int]] = []
+        others: list[tuple[int, tuple[int, ...]]] = []
+        citations = raw.get("citations")
+        for citation in citations if isinstance(citations, list) else []:
+            if not isinstance(citation, dict):
+                continue
+            source, alone = citation.get("source"), citation.get("alone")
+            if not isinstance(source, int) or alone not in _VERDICTS:
+                continue
+            verdicts.append((source, _VERDICTS.index(str(alone))))
+            moved = citation.get("reattribution")
+            found = moved.get("supported_by_other_source") if isinstance(moved, dict) else None
+            if isinstance(found, list) and found:
+                others.append((source, tuple(k for k in found if isinstance(k, int))))
+        sentences.append(_Sentence(start, end, index, tuple(verdicts), tuple(others)))
+    return _RowSupport(
+        _number(support.get("recall")), _number(support.get("precision")), tuple(sentences)
+    )
+
+
+def _marker_verdict(support: _RowSupport | None, at: int, source: int) -> int | None:
+    """The verdict alone of the citation of ``source`` in the sentence holding offset ``at``."""
+    if support is None:
+        return None
+    for sentence in support.sentences:
+        if sentence.start <= at < sentence.end or (at == sentence.end and at > sentence.start):
+            for cited, verdict in sentence.verdicts:
+                if cited == source:
+                    return verdict
+            return None
+    return None
 
 
 def page_outcome(score: CitationScore, *, judged: bool) -> str:
@@ -540,6 +646,7 @@ def render_page(  # noqa: PLR0913 - the page's parts, each computed once by the 
                 if (scope := unchecked_scope_text(summary)) is not None
                 else []
             ),
+            _support_html(summary),
             '<p class="scope" id="scope">Counts of every row.</p>',
             f'<dl class="counts">{counts}</dl>',
             f'<ul class="reasons">{reasons}</ul>' if reasons else "",

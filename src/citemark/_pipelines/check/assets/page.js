@@ -14,6 +14,8 @@
   var KINDS = ['resolved', 'fabricated', 'ambiguous', 'ignored'];
   var OUTCOMES = ['failed', 'unassessed', 'passed'];
   var NAMES = data.names || {};
+  var SUPPORT = [['entailed', 'supported'], ['not_entailed', 'not supported'],
+    ['unjudged', 'unjudged'], ['not_asked', 'not asked']];
   rows.forEach(function (r) { r[2] = OUTCOMES[r[2]]; });
   var visible = [], page = 0;
 
@@ -71,6 +73,11 @@
       } else {
         marker = el('a', 'marker ' + kind, piece[2]);
         marker.title = kind === 'resolved' ? 'cites source ' + piece[1] : kind;
+        if (kind === 'resolved' && piece.length > 3 && SUPPORT[piece[3]]) {
+          marker.className += ' support-' + SUPPORT[piece[3]][0];
+          marker.setAttribute('data-support', SUPPORT[piece[3]][0]);
+          marker.title += '; support (advisory): ' + SUPPORT[piece[3]][1];
+        }
         marker.href = '#' + prefix + (kind === 'resolved' ? '-src-' + piece[1]
           : piece[1] ? '-issue-' + piece[1] : '-issues');
       }
@@ -78,6 +85,20 @@
     });
     left.appendChild(answer);
     left.appendChild(el('p', 'explanation', texts[r[5]]));
+    if (r[14]) {
+      var fig = function (v) { return v === null ? 'n/a' : v.toFixed(2); };
+      left.appendChild(el('p', 'support', 'support (advisory): citation recall ' +
+        fig(r[14][0]) + ', precision ' + fig(r[14][1])));
+      if (r[14][2].length) {
+        var moved = el('ul', 'reattributed');
+        r[14][2].forEach(function (m) {
+          moved.appendChild(el('li', null, 'sentence ' + m[0] + ': [' + m[1] +
+            '] not supported alone; supported by ' +
+            m[2].map(function (k) { return '[' + k + ']'; }).join(' ')));
+        });
+        left.appendChild(moved);
+      }
+    }
     for (var n = 0, pc = 0; n < r[9].length; n += 2) {
       var note = el('p', texts[r[9][n]], texts[r[9][n + 1]]);
       if (texts[r[9][n]].indexOf('provider-citation') === 0) {
