@@ -3,7 +3,7 @@
 A killed Ray run's parts folder is removed by the next run in its folder, local or
 Ray, only when no live run holds its lock, and ``check_output_set`` names it.
 
-The driver merges each shard's ``_Tally`` in input order; the merged summary must be
+The driver merges each shard's ``Tally`` in input order; the merged summary must be
 the one a single pass over the same rows keeps, groups past the first hundred in
 ``(other)`` and the first hundred malformed lines included.
 """
@@ -11,6 +11,7 @@ the one a single pass over the same rows keeps, groups past the first hundred in
 from __future__ import annotations
 
 import asyncio
+import copy
 import fcntl
 import hashlib
 import itertools
@@ -21,7 +22,8 @@ import pytest
 from citemark import CitationScorer
 from citemark._pipelines.check.groups import MAX_GROUPS, OTHER_GROUP
 from citemark._pipelines.check.output_set import ArtifactProblem, check_output_set
-from citemark._pipelines.check.run import MAX_MALFORMED_LISTED, _Tally, run_check
+from citemark._pipelines.check.run import run_check
+from citemark._pipelines.check.tally import MAX_MALFORMED_LISTED, Tally
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
 from citemark._pipelines.scale.parts import (
     PARTS_PREFIX,
@@ -55,7 +57,7 @@ def rows(count: int) -> list[bytes]:
     return out
 
 
-def tally_of(lines: list[bytes], first_line: int, scorer: CitationScorer, tally: _Tally) -> _Tally:
+def tally_of(lines: list[bytes], first_line: int, scorer: CitationScorer, tally: Tally) -> Tally:
     """``tally`` after one pass over ``lines`` (a worker's pass over its shard)."""
     parsed = [parse_row(first_line + k, raw, "g", RowOptions()) for k, raw in enumerate(lines)]
     items = [item for item in parsed if item is not None]
@@ -76,9 +78,9 @@ def test_shard_tallies_merged_in_order_equal_one_pass():
     """Groups past the first 100 fall in (other), as in one pass; malformed lines listed alike."""
     scorer = CitationScorer()
     lines = rows(1200)
-    whole = tally_of(lines, 1, scorer, _Tally("g")).summary(scorer)
+    whole = tally_of(lines, 1, scorer, Tally("g")).summary(scorer)
     cuts = [0, 70, 71, 400, 980, 1200]  # uneven shards, one of a single row
-    merged = _Tally("g")
+    merged = Tally("g")
     for start, end in itertools.pairwise(cuts):
         merged.merge(tally_of(lines[start:end], start + 1, scorer, shard_tally("g")))
     summary = merged.summary(scorer)
@@ -89,9 +91,74 @@ def test_shard_tallies_merged_in_order_equal_one_pass():
     assert list(whole.citations) == list(summary.citations)  # first-seen order kept
 
 
+def fields(value: object) -> object:
+    """Every field of a tally, its group and cause tallies' included, dicts in their order."""
+    if isinstance(value, dict):
+        return [(key, fields(inner)) for key, inner in value.items()]
+    if isinstance(value, (list, tuple)):
+        return [fields(inner) for inner in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if type(value).__module__.startswith("citemark._pipelines.check."):
+        return {name: fields(inner) for name, inner in vars(value).items()}
+    return value
+
+
+TWO_SOURCES = [
+    {"text": "The late fee is 5%.", "doc_id": "fees"},
+    {"text": "Members pay no late fee.", "doc_id": "members"},
+]
+ODD_ROWS = [
+    {"answer": "Fee [0].", "sources": TWO_SOURCES},  # numbered from zero, perhaps
+    {"answer": "Fee [2].", "sources": TWO_SOURCES},  # the last source's number
+    {"answer": "No citation at all.", "sources": TWO_SOURCES},
+    {"answer": "Fee [1].", "sources": [{"text": "https://example.com/fees", "doc_id": "url"}]},
+    {"answer": "Fee [^1] and [1].", "sources": TWO_SOURCES},  # an unrecognized marker
+    {"answer": "Fee [1].", "sources": TWO_SOURCES, "unassessed": "no_retrieval_recorded"},
+    {
+        "provider": "anthropic",
+        "provider_response": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "The fee is 5%.",
+                    "citations": [
+                        {
+                            "type": "char_location",
+                            "cited_text": "The late fee is 5%.",
+                            "document_index": 0,
+                            "document_title": None,
+                            "start_char_index": 0,
+                            "end_char_index": 19,
+                        }
+                    ],
+                }
+            ],
+        },
+        "documents": [{"id": "fees", "text": "The late fee is 5%."}],
+    },
+]
+
+
+def test_a_tally_merged_into_an_empty_one_keeps_every_field():
+    """Each field a tally counts is merged: a field `Tally.merge` forgets stays empty here.
+
+    Every field but the judge's is set by these rows (no judge is called).
+    """
+    scorer = CitationScorer()
+    odd = [json.dumps({"g": "odd", **row}).encode() + b"\n" for row in ODD_ROWS]
+    one_pass = tally_of(rows(90) + odd, 1, scorer, Tally("g"))  # under MAX_GROUPS
+    unset = sorted(name for name, value in vars(one_pass).items() if not value)
+    assert [name for name in unset if not name.startswith("judge_")] == []
+    merged = Tally("g")
+    merged.merge(copy.deepcopy(one_pass))
+    assert fields(one_pass) == fields(merged)
+
+
 def test_merging_tallies_of_other_groupings_is_refused():
     with pytest.raises(ValueError, match="group by one field"):
-        _Tally("g").merge(_Tally(None))
+        Tally("g").merge(Tally(None))
 
 
 def test_a_dead_runs_parts_folder_is_removed_a_live_one_kept(tmp_path):

@@ -14,12 +14,14 @@ fixed vocabulary of codes, so there are few of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from citemark._judging.assertions import citation_outcome
 from citemark._pipelines.eval_report import FailureCause, GroupCounts
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from citemark._judging.scorer.scorer import CitationScore
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "CauseTally",
     "GroupNames",
     "GroupTally",
+    "add_counts",
+    "add_nested",
     "failure_cause",
     "group_name",
 ]
@@ -45,6 +49,8 @@ OTHER_GROUP: Final = "(other)"
 BELOW_THRESHOLD: Final = "judge_score_below_threshold"
 """The cause of a row that was assessed and failed without a deterministic violation."""
 _REPLACEMENT: Final = "\ufffd"
+_K = TypeVar("_K")
+_V = TypeVar("_V", int, dict[str, int])
 
 
 def group_name(value: object) -> str:
@@ -84,26 +90,48 @@ class GroupNames:
 
     The first `MAX_GROUPS` distinct names are kept; every later value is in
     `OTHER_GROUP`. The summary's tally and the page name rows with it alike.
+
+    Args:
+        every_group: Keep every distinct name, none in `OTHER_GROUP`: a Ray shard's
+            names, since which ones the run counts by name depends on the shards
+            before it (the driver's merge, `GroupTally.past_the_cap`, decides).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, every_group: bool = False) -> None:
         self._seen: set[str] = set()
+        self._every_group = every_group
 
     def group_of(self, value: object) -> str:
         """The group a row with field value ``value`` is counted in."""
         name = group_name(value)
         if name not in self._seen:
-            if len(self._seen) >= MAX_GROUPS:
+            if not self._every_group and len(self._seen) >= MAX_GROUPS:
                 return OTHER_GROUP
             self._seen.add(name)
         return name
 
+    def named(self) -> frozenset[str]:
+        """The names counted by name so far."""
+        return frozenset(self._seen)
+
+    def merge(self, later: GroupNames) -> None:
+        """Count ``later``'s names by name too."""
+        self._seen.update(later.named())
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Stop counting ``names`` by name (they were folded into `OTHER_GROUP`)."""
+        self._seen.difference_update(names)
+
 
 class GroupTally:
-    """The summary's counts per group, bounded by `MAX_GROUPS`."""
+    """The summary's counts per group, bounded by `MAX_GROUPS`.
 
-    def __init__(self) -> None:
-        self._names = GroupNames()
+    Args:
+        every_group: Count every group by name (see `GroupNames`): a Ray shard's tally.
+    """
+
+    def __init__(self, *, every_group: bool = False) -> None:
+        self._names = GroupNames(every_group=every_group)
         self._counts: dict[str, dict[str, int]] = {}
         self._violations: dict[str, dict[str, int]] = {}
         self._reasons: dict[str, dict[str, int]] = {}
@@ -144,6 +172,39 @@ class GroupTally:
             reasons = self._reasons.setdefault(group, {})
             reasons[score.reason] = reasons.get(score.reason, 0) + 1
 
+    def past_the_cap(self, later: GroupTally) -> dict[str, str]:
+        """``later``'s groups a single pass would count in `OTHER_GROUP`, each to `OTHER_GROUP`.
+
+        ``later`` counted the rows that follow this tally's. A single pass counts the
+        first `MAX_GROUPS` distinct names in input order by name: this tally's, then
+        ``later``'s new ones in the order it first counted them, until there are
+        `MAX_GROUPS`; every other name of ``later`` is renamed.
+        """
+        seen = set(self._names.named())
+        renames: dict[str, str] = {}
+        for name in later._counts:
+            if name in seen or name == OTHER_GROUP:
+                continue
+            if len(seen) < MAX_GROUPS:
+                seen.add(name)
+            else:
+                renames[name] = OTHER_GROUP
+        return renames
+
+    def rename(self, renames: Mapping[str, str]) -> None:
+        """Count each group of ``renames`` under its new name, adding where names meet."""
+        self._counts = _renamed(self._counts, renames)
+        self._violations = _renamed(self._violations, renames)
+        self._reasons = _renamed(self._reasons, renames)
+        self._names.forget(renames)
+
+    def merge(self, later: GroupTally) -> None:
+        """Add ``later``'s counts, group by group (its groups past the cap renamed first)."""
+        self._names.merge(later._names)
+        add_nested(self._counts, later._counts)
+        add_nested(self._violations, later._violations)
+        add_nested(self._reasons, later._reasons)
+
     def summary(self) -> dict[str, GroupCounts]:
         """Each group's counts, most rows first, then by name."""
         order = sorted(self._counts, key=lambda name: (-self._counts[name]["rows"], name))
@@ -174,6 +235,15 @@ class CauseTally:
             groups = self._groups.setdefault(cause, {})
             groups[group] = groups.get(group, 0) + 1
 
+    def rename_groups(self, renames: Mapping[str, str]) -> None:
+        """Count each cause's groups of ``renames`` under their new name (see `GroupTally`)."""
+        self._groups = {cause: _renamed(groups, renames) for cause, groups in self._groups.items()}
+
+    def merge(self, later: CauseTally) -> None:
+        """Add ``later``'s causes and their groups' counts."""
+        add_counts(self._rows, later._rows)
+        add_nested(self._groups, later._groups)
+
     def summary(self) -> tuple[FailureCause, ...]:
         """The causes, most rows first, failures before un-assessed rows on a tie."""
         order = sorted(self._rows, key=lambda key: (-self._rows[key], key))
@@ -190,3 +260,33 @@ class CauseTally:
 
 def _by_count(counts: dict[str, int]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+# --- merging tallies (the Ray engine's shards, in input order) ---
+def add_counts(into: dict[_K, int], counts: Mapping[_K, int]) -> None:
+    """Add ``counts`` into ``into`` key by key; a new key keeps its place after ``into``'s.
+
+    That is the order a single pass over both tallies' rows would have seen the keys in.
+    """
+    for key, value in counts.items():
+        into[key] = into.get(key, 0) + value
+
+
+def add_nested(into: dict[_K, dict[str, int]], counts: Mapping[_K, dict[str, int]]) -> None:
+    """`add_counts` one level down: each key's counter added key by key."""
+    for key, inner in counts.items():
+        add_counts(into.setdefault(key, {}), inner)
+
+
+def _renamed(counts: dict[str, _V], renames: Mapping[str, str]) -> dict[str, _V]:
+    """``counts`` with keys renamed; the counters of keys that meet are added (`add_counts`)."""
+    out: dict[str, _V] = {}
+    for key, value in counts.items():
+        new = renames.get(key, key)
+        if new not in out:
+            out[new] = value
+        elif isinstance(value, int):
+            out[new] += value
+        else:
+            add_counts(out[new], value)
+    return out

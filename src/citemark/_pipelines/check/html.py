@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 _ASSETS: Final = importlib.resources.files("citemark._pipelines.check") / "assets"
 _STYLE: Final = (_ASSETS / "report.css").read_text(encoding="utf-8")
 
-__all__ = ["HTML_NAME", "MAX_PROVIDER_CITATIONS", "MAX_UNCITED_SOURCES", "OUTCOMES"]
+__all__ = ["HTML_NAME", "MAX_PROVIDER_CITATIONS", "MAX_UNCITED_SOURCES", "OUTCOMES", "tier"]
 
 
 OUTCOMES: Final = ("failed", "unassessed", "passed")
@@ -286,7 +286,12 @@ def _csp_hash(text: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-def _tier(score: CitationScore) -> int:
+def tier(score: CitationScore) -> int:
+    """A row's tier on the page: 0 failed, 1 un-assessed (but not ``no_judge``), 2 the rest.
+
+    The page keeps and shows rows by (tier, line); the Ray engine's shards keep their
+    candidates for the page by the same order.
+    """
     if score.outcome == "failed":
         return 0
     if score.outcome == "unassessed" and score.reason != "no_judge":

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from typing import TYPE_CHECKING, Final
+from typing import IO, TYPE_CHECKING, Final
 from xml.sax.saxutils import escape, quoteattr
 
 from citemark._contract.artifacts import AtomicFile
@@ -33,6 +33,8 @@ from citemark._pipelines.check.titles import has_readable_id, row_title
 from citemark._pipelines.readers.citemark_rows import CheckRow
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
     from citemark._judging.scorer.result import CitationScore
     from citemark._pipelines.check.protocol import CheckedRow, RunFacts, SinkOptions
     from citemark._pipelines.eval_report import MalformedLine
@@ -52,7 +54,7 @@ class JUnitSink:
 
     def __init__(self, options: SinkOptions) -> None:
         self._path = options.out_dir / JUNIT_NAME
-        self._body = tempfile.TemporaryFile(dir=options.out_dir)  # noqa: SIM115 - closed in close
+        self._body: IO[bytes] = tempfile.TemporaryFile(dir=options.out_dir)  # noqa: SIM115 - closed in close
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
     def add(self, row: CheckedRow) -> None:
@@ -86,6 +88,27 @@ class JUnitSink:
             inner = ""
         self._body.write(f"{opening}{properties}{inner}</testcase>\n".encode())
 
+    def counts(self) -> dict[str, int]:
+        """The counts of the test cases so far: ``tests``, ``failures``, ``errors``, ``skipped``."""
+        return dict(self._counts)
+
+    def cases(self) -> Iterator[bytes]:
+        """The test cases streamed so far, from the first, in blocks (one shard's part)."""
+        self._body.seek(0)
+        while chunk := self._body.read(_COPY_CHUNK):
+            yield chunk
+
+    def take_cases(self, cases: IO[bytes], counts: Mapping[str, int]) -> None:
+        """Finish with ``cases`` and their ``counts`` in place of the cases added here.
+
+        The Ray engine's driver adds no row: its workers streamed the test cases, which
+        their parts joined into ``cases`` (read from its start). The sink now closes
+        ``cases`` and no longer holds its own.
+        """
+        self._body.close()
+        self._body = cases
+        self._counts = dict(counts)
+
     def finish(self, facts: RunFacts) -> str:
         """Assemble the document with its counts; publish it atomically."""
         counts = " ".join(f'{key}="{value}"' for key, value in self._counts.items())
@@ -103,10 +126,9 @@ class JUnitSink:
             )
             + "</properties>\n"
         )
-        self._body.seek(0)
         with AtomicFile(self._path) as out:
             out.write(header.encode())
-            while chunk := self._body.read(_COPY_CHUNK):
+            for chunk in self.cases():
                 out.write(chunk)
             out.write(b"</testsuite>\n</testsuites>\n")
             return out.commit()

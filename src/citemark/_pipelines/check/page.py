@@ -75,8 +75,8 @@ from citemark._pipelines.check.html import (
     _issue_message,
     _judge_calls,
     _pieces,
-    _tier,
     provider_summary_html,
+    tier,
 )
 from citemark._pipelines.check.titles import row_title
 from citemark._pipelines.eval_report import (
@@ -800,14 +800,14 @@ class HtmlSink:
         group = None
         if self._groups is not None:
             group = self._groups.group_of(item.group)
-        tier = _tier(score)
+        row_tier = tier(score)
         if self.count >= self.limit:
-            worse = next((t for t in (2, 1) if t > tier and self.tiers[t]), None)
+            worse = next((t for t in (2, 1) if t > row_tier and self.tiers[t]), None)
             if worse is None:
                 return
             self.tiers[worse].pop()
             self.count -= 1
-        self.tiers[tier].append((group, item, score))
+        self.tiers[row_tier].append((group, item, score))
         self.count += 1
 
     def _record(
@@ -833,17 +833,17 @@ class HtmlSink:
         judged = facts.summary.judge is not None
         shown = dict.fromkeys(OUTCOMES, 0)
         groups: dict[str, int] = {}
-        for tier in self.tiers:
-            for group, _, score in tier:
+        for kept in self.tiers:
+            for group, _, score in kept:
                 shown[page_outcome(score, judged=judged)] += 1
                 if group is not None:
                     groups[group] = groups.get(group, 0) + 1
         # Records are built only for the rows shown, in input order (which orders the
         # page's text table): a row displaced by a worse one costs nothing, and leaves
         # no text in the table.
-        shown_rows = sorted((e for tier in self.tiers for e in tier), key=lambda e: e[1].line)
+        shown_rows = sorted((e for kept in self.tiers for e in kept), key=lambda e: e[1].line)
         records = {e[1].line: self._record(*e, judged=judged) for e in shown_rows}
-        rows = [records[item.line] for tier in self.tiers for _, item, _ in tier]
+        rows = [records[item.line] for kept in self.tiers for _, item, _ in kept]
         page = render_page(
             summary=facts.summary,
             rows=rows,

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple, TypeAlias
 
 from citemark._contract.artifacts import (
-    ModelIdentity,
     citemark_version,
     publishing_together,
     remove_on_publish,
@@ -44,12 +43,10 @@ from citemark._contract.artifacts import (
     write_report_atomically,
 )
 from citemark._contract.errors import NoRowsError
-from citemark._judging.assertions import citation_outcome
 from citemark._judging.scorer.findings import NO_FINDINGS
 from citemark._judging.scorer.result import unassessed, with_findings
-from citemark._judging.scorer.scorer import CitationScorer, ScoreRow, coverage_report
+from citemark._judging.scorer.scorer import CitationScorer, ScoreRow
 from citemark._pipelines.check.formats import FORMATS
-from citemark._pipelines.check.groups import MAX_GROUPS, OTHER_GROUP, CauseTally, GroupTally
 from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, JudgeCallsSink, recording
 from citemark._pipelines.check.junit import JUNIT_NAME
 from citemark._pipelines.check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME, ROWS_NAME
@@ -63,28 +60,21 @@ from citemark._pipelines.check.protocol import (
 )
 from citemark._pipelines.check.sinks import JsonlSink
 from citemark._pipelines.check.support import SupportTally, with_support
-from citemark._pipelines.check.terminal import printable
-from citemark._pipelines.check.titles import row_title
+from citemark._pipelines.check.tally import Tally
 from citemark._pipelines.eval_report import (
-    MAX_VIOLATING_LISTED,
     CheckSummary,
-    CitationHeadline,
     EvalReport,
     MalformedLine,
-    VerdictCounts,
-    ViolatingRow,
 )
 from citemark._pipelines.readers import ReadOptions
 from citemark._pipelines.readers._hints import file_hint
 from citemark._pipelines.readers.citemark_rows import (
     CheckRow,
     RowOptions,
-    describe_unreadable,
     parse_recorded,
     parse_row,
 )
 from citemark._pipelines.readers.provider_rows import (
-    count_provider_citations,
     with_provider_findings,
 )
 from citemark._pipelines.readers.structured_rows import with_structured_findings
@@ -96,7 +86,6 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from citemark._judging.replay.recorder import JudgeCallRecorder
-    from citemark._judging.scorer.findings import ScoreFindings
     from citemark._judging.scorer.scorer import CitationScore
     from citemark._judging.verifiers.base import Verifier
     from citemark._pipelines.readers import Reader
@@ -109,7 +98,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_HTML_ROWS",
     "HTML_NAME",
-    "MAX_MALFORMED_LISTED",
     "REPORT_NAME",
     "ROWS_NAME",
     "CheckResult",
@@ -119,9 +107,6 @@ __all__ = [
     "row_score",
     "run_check",
 ]
-
-MAX_MALFORMED_LISTED: Final = 100
-"""How many malformed lines the summary lists by number; all are counted."""
 
 # Rows are scored in chunks: big enough to keep every judge worker busy most of the
 # time, small enough that a chunk's rows and scores are a constant amount of memory.
@@ -225,7 +210,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     created_at = utc_now()
     run_id = uuid.uuid4().hex
     digest = hashlib.sha256()
-    tally = _Tally(group_by)
+    tally = Tally(group_by)
     chunk_size = max(_MIN_CHUNK, concurrency * _CHUNK_PER_WORKER)
     options = row_options or RowOptions(index_base=scorer.index_base)
     support = None if verifier is None else SupportTally(verifier.identity.as_dict())
@@ -370,7 +355,7 @@ def _score_chunk(  # noqa: PLR0913, PLR0917 - the run's shared state, passed exp
     scorer: CitationScorer,
     runner: asyncio.Runner,
     concurrency: int,
-    tally: _Tally,
+    tally: Tally,
     sinks: Sequence[CheckSink],
     ticker: _Ticker,
     recorder: JudgeCallRecorder | None = None,
@@ -465,333 +450,3 @@ class _Ticker:
     def finish(self) -> None:
         if self._progress is not None:
             self._progress(self._done, self._done)
-
-
-class _Tally:
-    """The run's counts: everything the summary needs, in constant memory."""
-
-    def __init__(self, group_by: str | None = None) -> None:
-        self.group_by = group_by
-        self.groups = GroupTally()
-        self.causes = CauseTally()
-        self.rows = 0
-        self.outcomes = dict.fromkeys(("passed", "failed", "unassessed"), 0)
-        self.reasons: dict[str, int] = {}
-        self.citations: dict[str, int] = {}
-        self.deterministic = 0
-        self.malformed = 0
-        self.malformed_lines: list[MalformedLine] = []
-        self.judge_calls = 0
-        self.judge_saved = 0
-        self.judge_truncated = 0
-        self.judge_failures: dict[str, int] = {}
-        self.judge_codes: dict[str, int] = {}
-        self.with_unrecognized = 0
-        self.unrecognized_kinds: dict[str, int] = {}
-        self.zero_based = 0
-        self.out_from_zero = 0
-        # The first rows with a violation, named (`ViolatingRow`); bounded.
-        self.violating: list[ViolatingRow] = []
-        self.all_resolve = 0
-        self.unverifiable = 0
-        self.cite_nothing = 0
-        self.violations: dict[str, int] = {}
-        self.provider_rows = 0
-        self.provider_citations: dict[str, int] = {}
-        # The headline: rows by `citation_outcome`, unchecked rows by
-        # reason, and the judge's verdicts on the rows whose outcome it decided.
-        self.citation_outcomes: dict[str, int] = {}
-        self.unchecked_reasons: dict[str, int] = {}
-        self.judge_verdicts: dict[str, int] = {}
-
-    def add_scores(self, scores: list[CitationScore]) -> None:
-        # coverage_report is the scorer's own count; summing its chunk reports keeps
-        # the two from drifting apart.
-        if not scores:
-            return
-        report = coverage_report(scores)
-        self.rows += report["rows"]
-        for key, value in report["outcomes"].items():
-            self.outcomes[key] += value
-        for code, entry in report["reasons"].items():
-            self.reasons[code] = self.reasons.get(code, 0) + entry["count"]
-        for kind, value in report["citations"].items():
-            self.citations[kind] = self.citations.get(kind, 0) + value
-        self.deterministic += sum(1 for score in scores if score.is_violation)
-        for score in scores:
-            findings = score.findings
-            classified = findings.sentence_coverage is not None  # None: not scored at all
-            structured = findings.structured
-            if (
-                classified
-                and not findings.fabricated_citations
-                and not findings.ambiguous_citations
-                and "unsent_document" not in findings.deterministic_failures
-                and (structured is None or not structured.out_of_range)
-            ):
-                self.all_resolve += 1
-                self.cite_nothing += (
-                    not findings.resolved_citations
-                    and not findings.provider_citations
-                    and (structured is None or not structured.citations)
-                )
-            for code in findings.deterministic_failures:
-                self.violations[code] = self.violations.get(code, 0) + 1
-            if findings.unrecognized:
-                self.with_unrecognized += 1
-                for token in findings.unrecognized:
-                    kinds = self.unrecognized_kinds
-                    kinds[token.kind] = kinds.get(token.kind, 0) + 1
-            if findings.unverifiable_sources:
-                self.unverifiable += 1
-            if findings.possible_zero_based_numbering:
-                self.zero_based += 1
-            self.out_from_zero += _out_of_range_from_zero(findings)
-            self.provider_rows += count_provider_citations(findings, self.provider_citations)
-            self._add_judge(score)
-            self._add_headline(score)
-
-    def _add_headline(self, score: CitationScore) -> None:
-        """Count the row's `citation_outcome` and, when the judge decided it, its verdict."""
-        outcome = citation_outcome(score.findings)
-        _count(self.citation_outcomes, outcome)
-        if outcome == "unchecked" and score.reason is not None:
-            _count(self.unchecked_reasons, score.reason)
-        if score.findings.judge_called and outcome != "violation":
-            verdict = {"passed": "faithful", "failed": "unfaithful"}.get(score.outcome, "unusable")
-            _count(self.judge_verdicts, verdict)
-
-    def _add_judge(self, score: CitationScore) -> None:
-        findings = score.findings
-        self.judge_calls += findings.judge_called
-        self.judge_saved += findings.judge_skipped
-        self.judge_truncated += findings.judge_reply_truncated
-        failure = findings.judge_error
-        if failure is not None:
-            _count(self.judge_failures, failure.reason)
-            if failure.provider_code is not None:
-                _count(self.judge_codes, failure.provider_code)
-
-    def add_grouped(self, row: CheckRow, score: CitationScore | None) -> None:
-        """Count a scored row by its group and by its failure's cause."""
-        if score is None:
-            return
-        if score.findings.violated and len(self.violating) < MAX_VIOLATING_LISTED:
-            self.violating.append(_violating_row(row, score))
-        group = None if self.group_by is None else self.groups.group_of(row.group)
-        if group is not None:
-            self.groups.add(group, score)
-        self.causes.add(score, group)
-
-    def add_malformed(self, item: MalformedLine) -> None:
-        self.malformed += 1
-        if len(self.malformed_lines) < MAX_MALFORMED_LISTED:
-            self.malformed_lines.append(item)
-
-    # --- merging shard tallies (the Ray engine, citemark._pipelines.scale) ---
-    def merge(self, later: _Tally) -> None:
-        """Add the counts of ``later``, a tally of the rows that follow this one's in the input.
-
-        What the Ray engine's driver does with each shard's tally, in input order, so that
-        the merged tally equals the one a single pass would have kept. It works over the
-        fields generically (`_merged`): integers add, counters (dicts of integers, nested
-        or not, in first-seen order) add key by key, the listed malformed lines extend up
-        to `MAX_MALFORMED_LISTED`, and the group and cause tallies merge field by field,
-        after ``later``'s groups past the first `MAX_GROUPS` names are folded into
-        ``(other)`` (`_fold_groups`). A new count field of these kinds needs nothing here.
-
-        Raises:
-            ValueError: the two tallies group by different fields.
-        """
-        if later.group_by != self.group_by:
-            msg = "tallies of one run group by one field"
-            raise ValueError(msg)
-        _fold_groups(self, later)
-        for name, value in vars(later).items():
-            setattr(self, name, _merged(getattr(self, name), value))
-
-    # --- end of merging shard tallies ---
-    def require_rows(self) -> None:
-        """Raise NoRowsError if no row was read, naming the first malformed lines' reasons."""
-        if self.rows == 0:
-            # Every listed line's reason, grouped: when no line is readable
-            # the file is likely another tool's, and the reasons say which --from.
-            msg = (
-                "the input holds no readable row"
-                if self.malformed == 0
-                else "no line of the input is a readable row: "
-                + describe_unreadable(self.malformed, self.malformed_lines)
-            )
-            raise NoRowsError(msg)
-
-    def summary(self, scorer: CitationScorer) -> CheckSummary:
-        """The run's summary, naming the scorer's judge; NoRowsError if no row was read."""
-        self.require_rows()
-        judge = None
-        if scorer.judge is not None:
-            judge = ModelIdentity(
-                provider=scorer.judge.provider,
-                model=scorer.judge.model_name,
-                prompt_sha256=scorer.prompt_sha256,
-            )
-        return CheckSummary(
-            rows=self.rows,
-            passed=self.outcomes["passed"],
-            failed=self.outcomes["failed"],
-            unassessed=self.outcomes["unassessed"],
-            deterministic_failures=self.deterministic,
-            reasons=dict(sorted(self.reasons.items(), key=lambda item: (-item[1], item[0]))),
-            judge=judge,
-            malformed=self.malformed,
-            malformed_lines=tuple(self.malformed_lines),
-            citations=self.citations,
-            judge_calls=self.judge_calls,
-            judge_calls_saved=self.judge_saved,
-            judge_failures=_by_count(self.judge_failures),
-            judge_provider_codes=_by_count(self.judge_codes),
-            judge_replies_truncated=self.judge_truncated,
-            rows_with_unrecognized=self.with_unrecognized,
-            unrecognized=dict(
-                sorted(self.unrecognized_kinds.items(), key=lambda item: (-item[1], item[0]))
-            ),
-            possible_zero_based_numbering=self.zero_based,
-            out_of_range_numbered_from_zero=self.out_from_zero,
-            violating_rows=tuple(self.violating[:MAX_VIOLATING_LISTED]),
-            citations_all_resolve=self.all_resolve,
-            rows_with_unverifiable_sources=self.unverifiable,
-            citations_all_resolve_none_cited=self.cite_nothing,
-            violations=dict(sorted(self.violations.items(), key=lambda item: (-item[1], item[0]))),
-            rows_with_provider_citations=self.provider_rows,
-            provider_citations=_by_count(self.provider_citations),
-            failure_causes=self.causes.summary(),
-            group_by=self.group_by,
-            groups=self.groups.summary() if self.group_by is not None else {},
-            headline=self._headline(),
-            judge_verdicts=(
-                None if judge is None else VerdictCounts.model_validate(self.judge_verdicts)
-            ),
-        )
-
-    def _headline(self) -> CitationHeadline:
-        outcomes = self.citation_outcomes
-        return CitationHeadline(
-            rows=self.rows,
-            cite_only_given_sources=outcomes.get("cited", 0) + outcomes.get("cites_nothing", 0),
-            cite_nothing=outcomes.get("cites_nothing", 0),
-            violations=outcomes.get("violation", 0),
-            unchecked=outcomes.get("unchecked", 0),
-            unchecked_reasons=_by_count(self.unchecked_reasons),
-            unreadable_lines=self.malformed,
-        )
-
-
-# How many offending markers a named violating row lists, and how long each may be.
-_MARKERS_LISTED: Final = 5
-_MARKER_CHARS: Final = 32
-
-
-def _violating_row(row: CheckRow, score: CitationScore) -> ViolatingRow:
-    """A row with a violation, named for the terminal: title, line, codes, markers."""
-    labels = dict.fromkeys(m.label for m in score.findings.fabricated_citations)
-    markers = tuple(printable(label)[:_MARKER_CHARS] for label in labels)
-    return ViolatingRow(
-        line=row.line,
-        title=row_title(row.id, row.question, row.line, opaque=_per_run_id(row)),
-        codes=tuple(score.findings.deterministic_failures),
-        markers=markers[:_MARKERS_LISTED],
-    )
-
-
-def _per_run_id(row: CheckRow) -> bool:
-    """Whether the row's id names one run only (``id_scope`` ``run``, where rows carry it)."""
-    return getattr(row, "id_scope", None) == "run"
-
-
-def _out_of_range_from_zero(findings: ScoreFindings) -> int:
-    """1 when a 1-based row, every marker in range, cites its last source's number.
-
-    Numbered from 0, that marker would name no source: the side of the numbering
-    hint that ``possible_zero_based_numbering`` does not count. Constant memory: one
-    pass over the row's resolved markers.
-    """
-    if findings.index_base != 1 or findings.sentence_coverage is None:
-        return 0
-    if findings.fabricated_citations or findings.possible_zero_based_numbering:
-        return 0
-    last = len(findings.labels) + len(findings.excluded_labels)
-    return int(any(c.label.isdigit() and int(c.label) == last for c in findings.resolved_citations))
-
-
-def _count(counts: dict[str, int], key: str) -> None:
-    counts[key] = counts.get(key, 0) + 1
-
-
-def _by_count(counts: dict[str, int]) -> dict[str, int]:
-    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-
-
-# --- merging shard tallies (the Ray engine, citemark._pipelines.scale) ---
-def _merged(mine: object, theirs: object) -> object:
-    """``theirs`` added into ``mine``: numbers add, counters and nested tallies key by key.
-
-    A dict adds its values key by key (a key first seen in ``theirs`` keeps its place
-    after ``mine``'s keys, as a single pass would have seen it); a list is a bounded
-    first-N list (the malformed lines) and keeps its first `MAX_MALFORMED_LISTED`
-    items; a set is a union; a string or None is a setting both share; any other
-    object (`GroupTally`, `CauseTally` and what they hold) merges field by field.
-    """
-    if isinstance(mine, bool) or mine is None or isinstance(mine, str):
-        return mine
-    if isinstance(mine, int) and isinstance(theirs, int):
-        return mine + theirs
-    if isinstance(mine, dict) and isinstance(theirs, dict):
-        for key, value in theirs.items():
-            mine[key] = _merged(mine[key], value) if key in mine else value
-        return mine
-    if isinstance(mine, list) and isinstance(theirs, list):
-        return (mine + theirs)[:MAX_MALFORMED_LISTED]
-    if isinstance(mine, set) and isinstance(theirs, set):
-        return mine | theirs
-    for name, value in vars(theirs).items():
-        setattr(mine, name, _merged(getattr(mine, name), value))
-    return mine
-
-
-def _fold_groups(earlier: _Tally, later: _Tally) -> None:
-    """Rename ``later``'s groups that a single pass would have counted in ``(other)``.
-
-    The first `MAX_GROUPS` distinct names in input order are counted by name: those
-    of ``earlier``, then ``later``'s new ones in the order it first saw them, until
-    there are `MAX_GROUPS`. Every dict of the group tally is keyed by group, and every
-    dict of dicts of the cause tally by cause, then group: their keys are renamed.
-    """
-    seen = set(vars(vars(earlier.groups)["_names"])["_seen"])
-    renames: dict[str, str] = {}
-    for name in vars(later.groups)["_counts"]:
-        if name in seen or name == OTHER_GROUP:
-            continue
-        if len(seen) < MAX_GROUPS:
-            seen.add(name)
-        else:
-            renames[name] = OTHER_GROUP
-    if not renames:
-        return
-    for name, value in vars(later.groups).items():
-        if isinstance(value, dict):
-            setattr(later.groups, name, _renamed(value, renames))
-    vars(vars(later.groups)["_names"])["_seen"].difference_update(renames)
-    for name, value in vars(later.causes).items():
-        if isinstance(value, dict) and all(isinstance(inner, dict) for inner in value.values()):
-            setattr(later.causes, name, {k: _renamed(v, renames) for k, v in value.items()})
-
-
-def _renamed(counts: dict[str, object], renames: dict[str, str]) -> dict[str, object]:
-    """``counts`` with keys renamed, the values of keys that meet merged (`_merged`)."""
-    out: dict[str, object] = {}
-    for key, value in counts.items():
-        new = renames.get(key, key)
-        out[new] = _merged(out[new], value) if new in out else value
-    return out
-
-
-# --- end of merging shard tallies ---

@@ -9,7 +9,7 @@ the SHA-256 of the input's bytes, the same digest the local engine records. Then
 each read whole shards, score them exactly as the local check does and write their
 part of every output to a hidden parts folder in the output folder
 (``citemark._pipelines.scale.parts``). The driver receives one summary per shard: its counts
-(a ``_Tally``, merged in input order, so groups and malformed lines are what a single
+(a ``Tally``, merged in input order, so groups and malformed lines are what a single
 pass would count), the page's candidate rows (the shard's best ``html_rows`` by tier
 and line, the only row data the driver receives), and each part's size and SHA-256.
 An `Assembler` actor on the driver's node appends the parts to the outputs in input
@@ -61,8 +61,9 @@ from citemark._pipelines.check.protocol import (
     SinkOptions,
     opened,
 )
-from citemark._pipelines.check.run import CheckResult, _Tally, finish_outputs, start_outputs
+from citemark._pipelines.check.run import CheckResult, finish_outputs, start_outputs
 from citemark._pipelines.check.sinks import row_line
+from citemark._pipelines.check.tally import Tally
 from citemark._pipelines.eval_report import CheckSummary, MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
 from citemark._pipelines.scale.parts import Assembler, parts_folder
@@ -335,7 +336,7 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
     Raises:
         NoRowsError: no row of the dataset is a readable row.
     """
-    tally = _Tally(group_by)
+    tally = Tally(group_by)
     for batch in _checked(
         ds,
         scorer_factory,
@@ -547,9 +548,7 @@ def _fill_junit(
 ) -> None:
     """Give the driver's JUnit sink the joined test cases and their counts."""
     handle = Path(body).open("rb")  # noqa: SIM115 - closed by the sink's close
-    junit._body.close()  # noqa: SLF001 - the cases were streamed by the workers instead
-    junit._body = handle  # type: ignore[assignment] # noqa: SLF001
-    junit._counts = counts  # noqa: SLF001
+    junit.take_cases(handle, counts)  # the cases were streamed by the workers instead
     stack.callback(handle.close)
 
 
@@ -565,7 +564,7 @@ class _KnownGroups(GroupNames):
         return name if name in self._names else OTHER_GROUP
 
 
-def _known_groups(tally: _Tally, group_by: str | None) -> GroupNames | None:
+def _known_groups(tally: Tally, group_by: str | None) -> GroupNames | None:
     if group_by is None:
         return None
     return _KnownGroups(frozenset(tally.groups.summary()))
@@ -585,7 +584,7 @@ class _ShardRun:
         self._plan = plan
         self._limit = max(html_rows, 0)
         self._on_shard = on_shard
-        self.tally = _Tally(None)
+        self.tally = Tally(None)
         self.page: list[PageCandidate] = []
         self.junit_counts: dict[str, int] = {}
         self.assembled: dict[str, tuple[int, str]] = {}
@@ -610,7 +609,7 @@ class _ShardRun:
             NodeAffinitySchedulingStrategy,
         )
 
-        self.tally = _Tally(group_by)
+        self.tally = Tally(group_by)
         used, per_worker = split_concurrency(concurrency, workers)
         here = ray.get_runtime_context().get_node_id()
         on_driver = NodeAffinitySchedulingStrategy(here, soft=False)

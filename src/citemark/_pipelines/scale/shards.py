@@ -11,7 +11,7 @@ its part of each output itself, to files in the run's hidden parts folder:
 but the page's candidates: the shard's best ``html_rows`` rows by (tier, line), the
 only rows ``report.html`` can show, each pickled once (`PageCandidate`).
 
-What goes back is a `ShardSummary`: the shard's counts (a ``_Tally`` the driver
+What goes back is a `ShardSummary`: the shard's counts (a `Tally` the driver
 merges in input order), the page's candidates, each part's byte count and SHA-256,
 and the worker's node, process, CPU time and peak memory.
 """
@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from citemark._judging.scorer.findings import ScoreFindings
 from citemark._judging.scorer.result import unassessed
 from citemark._judging.scorer.scorer import ScoreRow
-from citemark._pipelines.check.groups import GroupNames, group_name
-from citemark._pipelines.check.html import _tier
+from citemark._pipelines.check.html import tier
 from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, call_line, recording
 from citemark._pipelines.check.junit import JUNIT_NAME, JUnitSink
 from citemark._pipelines.check.names import ROWS_NAME
 from citemark._pipelines.check.protocol import CheckedRow, SinkOptions
-from citemark._pipelines.check.run import _Tally, row_score
+from citemark._pipelines.check.run import row_score
 from citemark._pipelines.check.sinks import line_end, row_line
+from citemark._pipelines.check.tally import Tally
 from citemark._pipelines.eval_report import MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
 from citemark._pipelines.scale.parts import PartFacts
@@ -94,7 +94,7 @@ class ShardSummary(NamedTuple):
 
     position: int
     """The shard's position in the input (0 first)."""
-    tally: _Tally
+    tally: Tally
     """The shard's counts (merged by the driver in input order)."""
     page: list[PageCandidate]
     """The shard's best rows for the page, at most ``html_rows``."""
@@ -116,25 +116,14 @@ class ShardSummary(NamedTuple):
     """The worker process's peak resident memory so far, in KiB."""
 
 
-class _EveryGroup(GroupNames):
-    """A shard's group names: every distinct value by name, none in ``(other)`` yet.
+def shard_tally(group_by: str | None) -> Tally:
+    """A tally for one shard's rows: the summary's counts, groups not yet capped.
 
-    Which values the run counts by name (the first `MAX_GROUPS` in input order)
-    depends on the shards before this one, so a shard keeps them all; the driver's
-    merge (``_Tally.merge``) folds the names past the run's first hundred.
+    Which values the run counts by name (the first ``MAX_GROUPS`` in input order)
+    depends on the shards before this one, so a shard counts every group by name;
+    the driver's merge (`Tally.merge`) folds the names past the run's first hundred.
     """
-
-    def group_of(self, value: object) -> str:
-        name = group_name(value)
-        vars(self)["_seen"].add(name)
-        return name
-
-
-def shard_tally(group_by: str | None) -> _Tally:
-    """A tally for one shard's rows: the summary's counts, groups not yet capped."""
-    tally = _Tally(group_by)
-    vars(tally.groups)["_names"] = _EveryGroup()
-    return tally
+    return Tally(group_by, every_group=True)
 
 
 def part_path(parts_dir: str | os.PathLike[str], index: int, name: str) -> Path:
@@ -176,19 +165,19 @@ class _Page:
         item, score = row
         if score is None or not isinstance(item, CheckRow) or self._limit == 0:
             return
-        tier = _tier(score)
+        row_tier = tier(score)
         if self._count >= self._limit:
-            worse = next((t for t in (2, 1) if t > tier and self._tiers[t]), None)
+            worse = next((t for t in (2, 1) if t > row_tier and self._tiers[t]), None)
             if worse is None:
                 return
             self._tiers[worse].pop()
             self._count -= 1
         blob = pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
-        self._tiers[tier].append(PageCandidate(tier, item.line, blob))
+        self._tiers[row_tier].append(PageCandidate(row_tier, item.line, blob))
         self._count += 1
 
     def candidates(self) -> list[PageCandidate]:
-        return [candidate for tier in self._tiers for candidate in tier]
+        return [candidate for kept in self._tiers for candidate in kept]
 
 
 def score_rows(
@@ -300,7 +289,7 @@ class ShardChecker:
             counts = None
             if junit is not None:
                 parts[JUNIT_NAME] = self._junit_part(index, junit)
-                counts = dict(junit._counts)  # noqa: SLF001 - its test cases, per shard
+                counts = junit.counts()
         finally:
             for writer in writers.values():
                 writer.close()
@@ -346,11 +335,9 @@ class ShardChecker:
         return JUnitSink(options)
 
     def _junit_part(self, index: int, junit: JUnitSink) -> PartFacts:
-        body = junit._body  # noqa: SLF001 - the streamed test cases are this shard's part
-        body.seek(0)
         writer = _PartWriter(part_path(self._plan.parts_dir, index, JUNIT_NAME))
         try:
-            while block := body.read(1 << 20):
+            for block in junit.cases():  # the streamed test cases are this shard's part
                 writer.write(block)
         finally:
             facts = writer.close()
@@ -359,7 +346,7 @@ class ShardChecker:
     def _chunk(
         self,
         chunk: Sequence[CheckRow | MalformedLine],
-        tally: _Tally,
+        tally: Tally,
         page: _Page,
         writers: Mapping[str, _PartWriter],
         junit: JUnitSink | None,
