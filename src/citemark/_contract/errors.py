@@ -692,7 +692,9 @@ class VerifierError(CitemarkError, ValueError):
     Attributes:
         reason: A code: ``missing_file``, ``bad_config``, ``bad_label_map``,
             ``unreadable_model``, ``unreadable_tokenizer``, ``bad_model_inputs``,
-            ``bad_model_output``, ``no_window``, ``closed``.
+            ``bad_model_output``, ``no_window``, ``closed``; and from naming one on
+            the command line, ``bad_spec`` (not ``lexical``, ``judge`` or
+            ``nli:PATH``) and ``no_chat`` (``judge`` without a model).
         file: The file the problem is in (a name such as ``config.json``), or None.
     """
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from citemark._contract.errors import VerifierError
+
 if TYPE_CHECKING:
     from citemark._judging.verifiers.base import Verifier
     from citemark._model.completion import ChatModel
@@ -32,7 +34,7 @@ def parse_verifier_spec(spec: str) -> VerifierSpec:
     """Read ``lexical``, ``judge`` or ``nli:PATH``.
 
     Raises:
-        ValueError: any other spelling (the message quotes none of it).
+        VerifierError: any other spelling (``bad_spec``; the message quotes none of it).
     """
     if spec in {"lexical", "judge"}:
         return VerifierSpec(spec)
@@ -40,16 +42,16 @@ def parse_verifier_spec(spec: str) -> VerifierSpec:
     if kind == "nli" and sep and path:
         return VerifierSpec("nli", Path(path))
     msg = "--verifier takes lexical, judge or nli:PATH (a folder holding model.onnx)"
-    raise ValueError(msg)
+    raise VerifierError("bad_spec", msg)
 
 
 def build_verifier(spec: VerifierSpec, *, chat: ChatModel | None = None) -> Verifier:
     """The verifier ``spec`` names; ``chat`` is the judge's model for ``judge``.
 
     Raises:
-        ValueError: ``judge`` without a chat model.
+        VerifierError: ``judge`` without a chat model (``no_chat``), or the NLI folder
+            cannot be read or its model does not fit.
         MissingExtraError: ``nli`` without the ``nli`` extra installed.
-        VerifierError: the NLI folder cannot be read or its model does not fit.
     """
     if spec.kind == "lexical":
         from citemark._judging.verifiers.lexical import LexicalVerifier  # noqa: PLC0415
@@ -62,7 +64,7 @@ def build_verifier(spec: VerifierSpec, *, chat: ChatModel | None = None) -> Veri
         return NliVerifier.from_folder(spec.path)
     if chat is None:
         msg = "--verifier judge needs the judge's model (--judge-model or CITEMARK_MODEL)"
-        raise ValueError(msg)
+        raise VerifierError("no_chat", msg)
     from citemark._judging.verifiers.judge import JudgeVerifier  # noqa: PLC0415
 
     return JudgeVerifier(chat)

@@ -30,6 +30,7 @@ from citemark._contract.errors import (
     RunDiffError,
     SynthesisError,
     TruncatedAnswerError,
+    VerifierError,
 )
 from citemark._contract.validation import describe_validation_error
 from citemark._contract.words import counted
@@ -315,7 +316,7 @@ def _check_verifier(args: argparse.Namespace, judge: ChatModel | None) -> Verifi
 
     try:
         return build_verifier(parse_verifier_spec(args.verifier), chat=judge)
-    except (ValueError, MissingExtraError) as exc:
+    except (VerifierError, MissingExtraError) as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -782,12 +783,9 @@ def _calibrate_support(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     try:
         spec = parse_verifier_spec(args.verifier)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    chat = _judge_chat(args, required=spec.kind == "judge")
-    try:
+        chat = _judge_chat(args, required=spec.kind == "judge")
         verifier = build_verifier(spec, chat=chat)
-    except (ValueError, MissingExtraError) as exc:
+    except (VerifierError, MissingExtraError) as exc:
         raise UsageError(str(exc)) from None
 
     async def measure() -> SupportMeasurement:
