@@ -33,20 +33,13 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from citemark import CitedAnswer, Source
 from citemark.syntax import check_index_base
 from citemark.text import counted, is_blank
-from citemark.verifiers import (
-    SupportRow,
-    SupportRun,
-    Verifier,
-    citation_support,
-    citation_support_sync,
-    support_not_assessed,
-)
 from langchain_citemark.documents import documents_to_sources
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from citemark import ChatModel, CitationScore, CitationScorer
+    from citemark.verifiers import SupportRow, SupportRun, Verifier
 
 __all__ = [
     "ADVISORY_KEY",
@@ -301,7 +294,12 @@ def _feedback(
 
 
 def _check_verifier(verifier: object) -> None:
-    if verifier is not None and not isinstance(verifier, Verifier):
+    if verifier is None:
+        return
+    # citemark.verifiers loads with the first verifier, so the adapter's import stays light.
+    from citemark.verifiers import Verifier  # noqa: PLC0415
+
+    if not isinstance(verifier, Verifier):
         msg = "verifier must be a citemark.verifiers.Verifier or None"
         raise TypeError(msg)
 
@@ -319,6 +317,8 @@ def _support_row(
     """
     if verifier is None or not sources or graded.findings.error is not None:
         return None
+    from citemark.verifiers import SupportRow  # noqa: PLC0415 - see _check_verifier
+
     return SupportRow(answer, sources, base)
 
 
@@ -327,6 +327,8 @@ def _support_sync(verifier: Verifier, row: SupportRow) -> SupportRun | str:
 
     Called with no running event loop (`citation_support_sync`).
     """
+    from citemark.verifiers import citation_support_sync  # noqa: PLC0415 - see _check_verifier
+
     try:
         return citation_support_sync([row], verifier)
     except Exception as exc:  # noqa: BLE001 - advisory: a failing verifier never costs the check
@@ -335,6 +337,8 @@ def _support_sync(verifier: Verifier, row: SupportRow) -> SupportRun | str:
 
 async def _asupport(verifier: Verifier, row: SupportRow) -> SupportRun | str:
     """`_support_sync`, awaited on the caller's event loop."""
+    from citemark.verifiers import citation_support  # noqa: PLC0415 - see _check_verifier
+
     try:
         return await citation_support([row], verifier)
     except Exception as exc:  # noqa: BLE001 - advisory: a failing verifier never costs the check
@@ -349,6 +353,8 @@ def _support_feedback(verifier: Verifier, found: SupportRun | str) -> dict[str, 
     """
     identity = verifier.identity
     if isinstance(found, str):
+        from citemark.verifiers import support_not_assessed  # noqa: PLC0415
+
         comment, details = support_not_assessed(identity, found)
         return {"key": SUPPORT_KEY, "score": None, "comment": comment, "metadata": details}
     (row,) = found.rows
