@@ -16,7 +16,7 @@ PACKAGES := -e '.[retrieval,nli]' -e adapters/langchain -e adapters/llama-index
 # building; tests/test_dist.py builds the same way, offline.
 DIST_TOOLS := hatchling==1.32.4
 
-.PHONY: demo test lint bench docs clean live dist
+.PHONY: demo test check lint bench docs clean live dist
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,8 +47,8 @@ demo: $(STAMP)
 	$(BIN)/citemark check examples/data/example-runs.jsonl --out results/demo
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check src adapters tests bench examples live scripts
-	$(BIN)/ruff format --check src adapters tests bench examples live scripts
+	$(BIN)/ruff check conftest.py src adapters tests bench examples live scripts
+	$(BIN)/ruff format --check conftest.py src adapters tests bench examples live scripts
 	$(BIN)/mypy --strict -p citemark -p langchain_citemark \
 		-p llama_index.postprocessor.citemark -p llama_index.evaluation.citemark \
 		-p llama_index.query_engine.citemark
@@ -58,6 +58,12 @@ docs: $(DEV_STAMP)
 
 test: lint docs $(FORMATS_STAMP)
 	$(BIN)/python -m pytest
+
+# The fast loop for the change in hand: lint, types and every test that starts no
+# browser, no Ray, no second venv, no wheel build and no citemark child process
+# (tests/conftest.py lists those modules; make test runs them all).
+check: lint
+	CITEMARK_FAST=1 $(BIN)/python -m pytest -m "not slow" -n 2 -q -p no:cacheprovider
 
 # The live check (never part of make test): a real llama_cpp.server on 127.0.0.1 with
 # the Gemma 3 270M GGUF from PyPI, driven by answer, echo, check and both adapters
