@@ -6,7 +6,8 @@
 ``report.html`` (rows as data drawn by its script), from the markers ``html`` places
 (style and script are package data under ``assets/``); ``junit`` writes
 ``report.junit.xml``; ``judge_calls`` records every judge call; ``groups`` counts by
-``--group-by``. ``report.json`` is written last by the run, naming the SHA-256 of
+``--group-by``; ``support`` adds a support verifier's advisory figures
+(``--verifier``). ``report.json`` is written last by the run, naming the SHA-256 of
 every other file; ``output_set`` checks a finished run's files. ``names`` holds the
 outputs' names and defaults.
 
