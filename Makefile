@@ -56,8 +56,9 @@ lint: $(DEV_STAMP)
 docs: $(DEV_STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
+# --durations=30: every run names its slowest 30 tests, where time goes first.
 test: lint docs $(FORMATS_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
 
 # The fast loop for the change in hand: lint, types and every test that starts no
 # browser, no Ray, no second venv, no wheel build and no citemark child process
