@@ -9,9 +9,12 @@ it: a skip would hide them in CI.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,11 @@ FORMATS_STAMP = ROOT / ".venv-formats" / ".installed"
 PRODUCERS = Path(__file__).resolve().parent / "producers"
 # Importing ragas, deepeval and phoenix takes seconds each on two cores.
 PRODUCER_TIMEOUT_S = 300
+# What each producer wrote for a spec in this test session, kept in a private copy:
+# several modules read the same files (the reader tests, the format hints), and each
+# producer run spends most of its time importing its library.
+_PRODUCED: dict[tuple[str, str], Path] = {}
+_ROOT: list[Path] = []
 
 
 def formats_python() -> Path:
@@ -45,6 +53,11 @@ def produce(producer: str, spec: object, out: Path, workdir: Path) -> None:
         workdir: The producer's working directory (DeepEval writes a ``.deepeval``
             folder into it), so nothing lands in the repository.
     """
+    key = (producer, json.dumps(spec, sort_keys=True))
+    kept = _PRODUCED.get(key)
+    if kept is not None:
+        _copy(kept, out)
+        return
     python = formats_python()
     spec_path = workdir / f"{producer}-spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -69,3 +82,24 @@ def produce(producer: str, spec: object, out: Path, workdir: Path) -> None:
             f"producer {producer} failed ({result.returncode}):\n{result.stderr[-4000:]}",
             pytrace=False,
         )
+    kept = _cache_root() / str(len(_PRODUCED)) / out.name
+    _copy(out, kept)
+    _PRODUCED[key] = kept
+
+
+def _cache_root() -> Path:
+    """The session's private folder of produced files, removed when the session ends."""
+    if not _ROOT:
+        root = Path(tempfile.mkdtemp(prefix="citemark-produced-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        _ROOT.append(root)
+    return _ROOT[0]
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Copy a producer's output, a file or a folder, to ``target``."""
+    if source.is_dir():
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
