@@ -21,6 +21,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_ray_parts.py": "ray",
     "test_ray_quiet.py": "ray",
     "test_diff_ray.py": "ray",
+    "test_ray_verifier.py": "ray",
     "test_cli_first_hour.py": "ray",
     "test_formats_hints.py": "formats venv",
     "test_formats_phoenix.py": "formats venv",

@@ -502,7 +502,8 @@ class SupportSummary(BaseModel):
     reattributed: int = 0
     """Citations not supported by their source for which another given source was."""
     premises: int = 0
-    """Distinct entailment questions asked."""
+    """Entailment questions asked: distinct within each batch, so it depends on how the
+    rows were batched (the local engine's chunks, the Ray engine's shards)."""
 
     def text(self) -> str:
         """The report line: ``support, advisory, verifier lexical sha256:…: citation …``."""

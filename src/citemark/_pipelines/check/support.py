@@ -9,6 +9,7 @@ here changes an outcome, a count of the headline or the exit code.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from citemark._judging.scorer.result import with_findings
@@ -28,15 +29,20 @@ __all__ = ["SupportTally", "with_support"]
 
 
 class SupportTally:
-    """The run's support figures, summed row by row; mergeable across shards."""
+    """The run's support figures, summed row by row; mergeable across shards.
+
+    Recalls and precisions are summed exactly (as fractions), so a run's means do not
+    depend on how its rows were split into chunks or shards: the Ray engine's equal
+    the local engine's to the last bit.
+    """
 
     def __init__(self, verifier: dict[str, str]) -> None:
         self.verifier = verifier
         self.rows = 0
         self.sentences = 0
-        self.recall_sum = 0.0
+        self.recall_sum = Fraction(0)
         self.recall_rows = 0
-        self.precision_sum = 0.0
+        self.precision_sum = Fraction(0)
         self.precision_rows = 0
         self.unjudged_sentences = 0
         self.unjudged_citations = 0
@@ -48,10 +54,10 @@ class SupportTally:
         self.rows += 1
         self.sentences += len(row.sentences)
         if row.recall is not None:
-            self.recall_sum += row.recall
+            self.recall_sum += Fraction(row.recall)
             self.recall_rows += 1
         if row.precision is not None:
-            self.precision_sum += row.precision
+            self.precision_sum += Fraction(row.precision)
             self.precision_rows += 1
         self.unjudged_sentences += row.unjudged_sentences
         self.unjudged_citations += row.unjudged_citations
@@ -83,8 +89,10 @@ class SupportTally:
         """The run's means and counts."""
         return SupportSummary(
             verifier=self.verifier,
-            recall=self.recall_sum / self.recall_rows if self.recall_rows else None,
-            precision=self.precision_sum / self.precision_rows if self.precision_rows else None,
+            recall=float(self.recall_sum / self.recall_rows) if self.recall_rows else None,
+            precision=(
+                float(self.precision_sum / self.precision_rows) if self.precision_rows else None
+            ),
             rows=self.rows,
             sentences=self.sentences,
             unjudged_sentences=self.unjudged_sentences,

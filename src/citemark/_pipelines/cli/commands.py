@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import re
@@ -320,6 +321,18 @@ def _check_verifier(args: argparse.Namespace, judge: ChatModel | None) -> Verifi
         raise UsageError(str(exc)) from None
 
 
+def _verifier_factory(args: argparse.Namespace) -> Callable[[], Verifier] | None:
+    """What builds ``--verifier`` on each Ray worker: the spec and a module function, pickled."""
+    if args.verifier is None:
+        return None
+    from citemark._judging.verifiers.choose import (  # noqa: PLC0415
+        build_verifier,
+        parse_verifier_spec,
+    )
+
+    return functools.partial(build_verifier, parse_verifier_spec(args.verifier))
+
+
 def _diff(args: argparse.Namespace) -> int:
     from citemark._pipelines.diff.command import run_diff  # noqa: PLC0415 - loaded when diff runs
 
@@ -487,8 +500,8 @@ def _check(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one option each,
     fields = {"answer_field": args.answer_field, "citations_field": args.citations_field}
     config.update({key: value for key, value in fields.items() if value is not None})
     if args.engine == "ray":
-        if verifier is not None:
-            msg = "--verifier runs with --engine local only, for now"
+        if verifier is not None and verifier.identity.kind == "judge":
+            msg = "--verifier judge runs with --engine local only, for now"
             raise UsageError(msg)
         _refuse_what_ray_cannot_read(args, reader)
         return _print_check_result(args, _ray_check(args, config, coverage))
@@ -607,6 +620,7 @@ def _ray_check(
             config=config,
             formats=list(dict.fromkeys(args.formats)),
             group_by=args.group_by,
+            verifier_factory=_verifier_factory(args),
         )
     except (NoRowsError, RayRunError) as exc:  # a lost worker or node: one line, as below
         raise UsageError(str(exc)) from None

@@ -89,6 +89,8 @@ if TYPE_CHECKING:
     from ray.data import Dataset
 
     from citemark._judging.scorer.result import CitationScore
+    from citemark._judging.verifiers.base import Verifier
+    from citemark._pipelines.check.support import SupportTally
 
 __all__ = [
     "CheckBatch",
@@ -430,6 +432,7 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     group_by: str | None = None,
     on_shard: Callable[[ShardFacts], None] | None = None,
     node_timeout: float = DEFAULT_NODE_TIMEOUT,
+    verifier_factory: Callable[[], Verifier] | None = None,
 ) -> CheckResult:
     """Run ``citemark check`` over a JSONL or Parquet file on Ray; write the same outputs.
 
@@ -438,6 +441,9 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
     and the output folder must be at the same path on every node. ``group_by``
     breaks every count down by a row field, as ``check --group-by`` does locally;
     ``on_shard`` is called with each shard's `ShardFacts`, in input order.
+    ``verifier_factory`` (``--verifier``) builds each worker's support verifier once,
+    on the worker (it must pickle); each row's support goes to ``rows.jsonl`` and the
+    run's means to the summary, as the local engine writes them.
 
     A run that cannot finish publishes nothing: the output folder keeps its previous
     files, and no temporary file or parts folder is left. The driver never waits on a
@@ -487,7 +493,15 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
         plan = RunPlan(os.fspath(parts_dir), run_id, html_rows, junit=junit is not None)
         run = _ShardRun(shards, plan, html_rows, on_shard)
         with ray_failures():
-            run.score(scorer_factory, targets, concurrency, workers, group_by, watch=watch)
+            run.score(
+                scorer_factory,
+                targets,
+                concurrency,
+                workers,
+                group_by,
+                watch=watch,
+                verifier_factory=verifier_factory,
+            )
         run.tally.require_rows()
         records.assembled = run.assembled[ROWS_NAME]
         if calls is not None:
@@ -502,6 +516,8 @@ def run_ray_check(  # noqa: PLR0913 - the options of the command, each with a de
         if calls is not None:
             sinks.append(calls)
         summary = run.tally.summary(scorer)
+        if run.support is not None:
+            summary = summary.model_copy(update={"support": run.support.summary()})
         facts = RunFacts(summary, source, input_sha256, created_at, citemark_version(), run_id)
         report, report_path = finish_outputs(out, sinks, facts, config)
     return CheckResult(report, report_path, out / HTML_NAME, out / ROWS_NAME, html.count)
@@ -585,6 +601,7 @@ class _ShardRun:
         self._limit = max(html_rows, 0)
         self._on_shard = on_shard
         self.tally = Tally(None)
+        self.support: SupportTally | None = None
         self.page: list[PageCandidate] = []
         self.junit_counts: dict[str, int] = {}
         self.assembled: dict[str, tuple[int, str]] = {}
@@ -598,6 +615,7 @@ class _ShardRun:
         group_by: str | None,
         *,
         watch: NodeWatch,
+        verifier_factory: Callable[[], Verifier] | None = None,
     ) -> None:
         """Score every shard on ``workers`` actors; join the parts as their turn comes.
 
@@ -626,7 +644,7 @@ class _ShardRun:
                 num_cpus=1, scheduling_strategy="SPREAD"
             )
             actors.extend(
-                checker.remote(scorer_factory, self._plan, per_worker, group_by)
+                checker.remote(scorer_factory, self._plan, per_worker, group_by, verifier_factory)
                 for _ in range(used)
             )
             self._join(assembler, actors[1:], in_flight, watch)
@@ -652,6 +670,11 @@ class _ShardRun:
             while turn in waiting:
                 ready = waiting.pop(turn)
                 self.tally.merge(ready.tally)
+                if ready.support is not None:
+                    if self.support is None:
+                        self.support = ready.support
+                    else:
+                        self.support.merge(ready.support)
                 _add_counts(self.junit_counts, ready.junit_counts or {})
                 joined = assembler.append.remote(turn, ready.parts)
                 in_flight[joined] = turn

@@ -37,6 +37,7 @@ from citemark._pipelines.check.names import ROWS_NAME
 from citemark._pipelines.check.protocol import CheckedRow, SinkOptions
 from citemark._pipelines.check.run import row_score
 from citemark._pipelines.check.sinks import line_end, row_line
+from citemark._pipelines.check.support import SupportTally, with_support
 from citemark._pipelines.check.tally import Tally
 from citemark._pipelines.eval_report import MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from citemark._judging.replay.recorder import JudgeCallRecorder
     from citemark._judging.scorer.result import CitationScore
     from citemark._judging.scorer.scorer import CitationScorer
+    from citemark._judging.verifiers.base import Verifier
 
 __all__ = [
     "CHUNK_ROWS",
@@ -114,6 +116,8 @@ class ShardSummary(NamedTuple):
     """The worker process's CPU time so far (user and system)."""
     max_rss_kib: int
     """The worker process's peak resident memory so far, in KiB."""
+    support: SupportTally | None = None
+    """The shard's support figures with ``--verifier`` (merged like ``tally``)."""
 
 
 def shard_tally(group_by: str | None) -> Tally:
@@ -250,6 +254,8 @@ class ShardChecker:
         plan: Where the parts go, the run id and what to write.
         concurrency: How many rows this worker scores at once.
         group_by: A row field each row keeps as its group (``--group-by``).
+        verifier_factory: Builds the worker's support verifier (``--verifier``); called
+            once, on the worker, so a model is loaded once per worker.
     """
 
     def __init__(
@@ -258,8 +264,10 @@ class ShardChecker:
         plan: RunPlan,
         concurrency: int = 32,
         group_by: str | None = None,
+        verifier_factory: Callable[[], Verifier] | None = None,
     ) -> None:
         self._scorer, self._recorder = recording(scorer_factory())
+        self._verifier = None if verifier_factory is None else verifier_factory()
         self._plan = plan
         self._concurrency = concurrency
         self._group_by = group_by
@@ -271,6 +279,8 @@ class ShardChecker:
         writers = self._writers(index)
         junit = self._junit()
         tally = shard_tally(self._group_by)
+        verifier = self._verifier
+        support = None if verifier is None else SupportTally(verifier.identity.as_dict())
         page = _Page(self._plan.html_rows)
         lines = size = 0
         try:
@@ -282,9 +292,9 @@ class ShardChecker:
                 if parsed is not None:
                     chunk.append(parsed)
                 if len(chunk) >= CHUNK_ROWS:
-                    self._chunk(chunk, tally, page, writers, junit)
+                    self._chunk(chunk, tally, page, writers, junit, support)
                     chunk = []
-            self._chunk(chunk, tally, page, writers, junit)
+            self._chunk(chunk, tally, page, writers, junit, support)
             parts = {name: writer.close() for name, writer in writers.items()}
             counts = None
             if junit is not None:
@@ -307,6 +317,7 @@ class ShardChecker:
             input_bytes=size,
             cpu_seconds=_cpu_seconds(),
             max_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            support=support,
         )
 
     def close(self) -> None:
@@ -343,18 +354,28 @@ class ShardChecker:
             facts = writer.close()
         return facts
 
-    def _chunk(
+    def _chunk(  # noqa: PLR0913, PLR0917 - the shard's state, passed explicitly
         self,
         chunk: Sequence[CheckRow | MalformedLine],
         tally: Tally,
         page: _Page,
         writers: Mapping[str, _PartWriter],
         junit: JUnitSink | None,
+        support: SupportTally | None = None,
     ) -> None:
         rows = [item for item in chunk if isinstance(item, CheckRow)]
         scores, calls = score_rows(
             self._scorer, self._runner, rows, self._concurrency, self._recorder
         )
+        if self._verifier is not None and support is not None:
+            scores = with_support(
+                rows,
+                scores,
+                verifier=self._verifier,
+                runner=self._runner,
+                tally=support,
+                index_base=self._scorer.index_base,
+            )
         tally.add_scores(scores)
         rows_part = writers[ROWS_NAME]
         calls_part = writers.get(JUDGE_CALLS_NAME)

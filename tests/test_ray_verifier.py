@@ -1,0 +1,115 @@
+"""``check --verifier`` on the Ray engine: a verifier per worker, the local engine's outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+
+from ray_sockets import closing_ray_sockets  # noqa: E402
+
+from citemark import CitationScorer  # noqa: E402
+from citemark._pipelines.check.run import run_check  # noqa: E402
+from citemark._pipelines.scale.plan import plan_jsonl  # noqa: E402
+from citemark._pipelines.scale.shards import RunPlan, ShardChecker  # noqa: E402
+from citemark.ray import ScorerSpec, run_ray_check  # noqa: E402
+from citemark.verifiers import LexicalVerifier  # noqa: E402
+
+SOURCES = [
+    {"doc_id": "tower", "text": "The Eiffel Tower is 330 metres tall and stands in Paris."},
+    {"doc_id": "peak", "text": "Mount Everest rises 8849 metres above sea level."},
+    {"doc_id": "fruit", "text": "Bananas are berries that grow in tropical climates."},
+]
+ANSWERS = [
+    "The Eiffel Tower is 330 metres tall [1]. Bananas are berries [3].",
+    "Mount Everest rises 8849 metres [3].",
+    "Bananas grow in tropical climates [3]. Everest is in Paris [1].",
+    "Nothing cited here.",
+    "A fabricated one [9].",
+]
+
+
+def write_runs(path: Path, rows: int = 60) -> Path:
+    lines = [
+        json.dumps({"id": f"r{n}", "answer": ANSWERS[n % len(ANSWERS)], "sources": SOURCES})
+        for n in range(rows)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class CountingFactory:
+    """Builds a lexical verifier and counts how often it was asked to."""
+
+    def __init__(self) -> None:
+        self.built = 0
+
+    def __call__(self) -> LexicalVerifier:
+        self.built += 1
+        return LexicalVerifier()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with closing_ray_sockets():
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        yield
+        ray.shutdown()
+
+
+def test_a_worker_builds_its_verifier_once_for_every_shard(cluster, tmp_path):
+    """The model is loaded once per worker, never per shard, batch or row.
+
+    The actor's class is driven in this process (it names its Ray node, hence the
+    cluster), so the factory's count is readable.
+    """
+    runs = write_runs(tmp_path / "runs.jsonl")
+    shards, _ = plan_jsonl(runs, shard_bytes=400)
+    assert len(shards) > 3
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    factory = CountingFactory()
+    checker = ShardChecker(CitationScorer, RunPlan(str(parts), "run", 0), 4, None, factory)
+    summaries = [checker.check(shard._asdict(), index) for index, shard in enumerate(shards)]
+    checker.close()
+    assert 1 == factory.built
+    assert all(summary.support is not None for summary in summaries)
+    assert 60 == sum(summary.support.rows for summary in summaries)  # uncited rows too (ALCE)
+
+
+def test_local_and_ray_give_the_same_support(cluster, tmp_path):
+    """Same input and verifier: rows.jsonl byte-identical, the support summaries equal."""
+    runs = write_runs(tmp_path / "runs.jsonl")
+    local = run_check(runs, tmp_path / "local", CitationScorer(), verifier=LexicalVerifier())
+    remote = run_ray_check(
+        runs,
+        tmp_path / "ray",
+        ScorerSpec(),
+        workers=2,
+        concurrency=4,
+        shard_bytes=400,
+        verifier_factory=LexicalVerifier,
+    )
+    assert remote.summary.support is not None
+    # Every figure is equal; only how many questions were asked differs, as each
+    # shard asks its own (the local engine dedupes over a whole chunk).
+    assert local.summary.support.model_dump(exclude={"premises"}) == (
+        remote.summary.support.model_dump(exclude={"premises"})
+    )
+    assert 0 < local.summary.support.premises <= remote.summary.support.premises
+    local_rows = (tmp_path / "local" / "rows.jsonl").read_bytes()
+    remote_rows = (tmp_path / "ray" / "rows.jsonl").read_bytes()
+    assert local_rows.replace(local.report.run_id.encode(), b"") == remote_rows.replace(
+        remote.report.run_id.encode(), b""
+    )
+    assert b'"support"' in remote_rows
