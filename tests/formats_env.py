@@ -97,9 +97,14 @@ def _cache_root() -> Path:
 
 
 def _copy(source: Path, target: Path) -> None:
-    """Copy a producer's output, a file or a folder, to ``target``."""
+    """Copy a producer's output, a folder or a file, to ``target``.
+
+    A file comes with the files a producer writes beside it under longer names
+    (``runs.parquet.otlp.jsonl`` beside ``runs.parquet``).
+    """
     if source.is_dir():
         shutil.copytree(source, target, dirs_exist_ok=True)
-    else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for path in source.parent.glob(f"{source.name}*"):
+        shutil.copyfile(path, target.parent / (target.name + path.name[len(source.name) :]))

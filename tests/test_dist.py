@@ -229,7 +229,7 @@ class TestMakefile:
         """make test on a fresh clone installs the core, both adapters and requirements-dev.txt."""
         commands = "\n".join(make_dry_run("test", tmp_path))
         for needed in (
-            "-e '.[retrieval]'",
+            "-e '.[retrieval,nli]'",
             "-e adapters/langchain",
             "-e adapters/llama-index",
             "-r requirements-dev.txt",
