@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -113,3 +114,31 @@ def test_local_and_ray_give_the_same_support(cluster, tmp_path):
         remote.report.run_id.encode(), b""
     )
     assert b'"support"' in remote_rows
+
+
+def test_an_nli_model_on_ray_gives_the_local_figures(cluster, tmp_path):
+    """``--verifier nli:PATH`` on Ray: each worker loads the folder; the local engine's rows."""
+    from nli_checkpoint import build_checkpoint
+
+    from citemark._judging.verifiers.choose import build_verifier, parse_verifier_spec
+
+    folder = tmp_path / "tiny-nli"
+    build_checkpoint(folder, triggers={"tower": "entailment"}, default="not_entailment")
+    spec = parse_verifier_spec(f"nli:{folder}")
+    runs = write_runs(tmp_path / "runs.jsonl", rows=20)
+    local = run_check(runs, tmp_path / "local", CitationScorer(), verifier=build_verifier(spec))
+    remote = run_ray_check(
+        runs,
+        tmp_path / "ray",
+        ScorerSpec(),
+        workers=2,
+        concurrency=4,
+        shard_bytes=400,
+        verifier_factory=functools.partial(build_verifier, spec),
+    )
+    assert remote.summary.support is not None
+    assert "nli" == remote.summary.support.verifier["kind"]
+    assert local.summary.support.model_dump(exclude={"premises"}) == (
+        remote.summary.support.model_dump(exclude={"premises"})
+    )
+    assert 0 < (remote.summary.support.recall or 0) < 1
