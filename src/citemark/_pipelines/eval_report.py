@@ -32,6 +32,7 @@ from citemark._contract.artifacts import (
 from citemark._contract.errors import ChatError, JudgeError, SynthesisError
 from citemark._contract.sync import run_sync
 from citemark._contract.words import counted
+from citemark._judging.verifiers.base import VerifierIdentity, support_line
 from citemark._model.redaction import RedactingChat
 
 if TYPE_CHECKING:
@@ -507,13 +508,8 @@ class SupportSummary(BaseModel):
 
     def text(self) -> str:
         """The report line: ``support, advisory, verifier lexical sha256:…: citation …``."""
-        recall = "n/a" if self.recall is None else f"{self.recall:.2f}"
-        precision = "n/a" if self.precision is None else f"{self.precision:.2f}"
-        label = f"{self.verifier.get('kind', '?')} {self.verifier.get('digest', '')[:19]}"
-        return (
-            f"support, advisory, verifier {label}: citation recall {recall}, precision "
-            f"{precision} over {counted(self.sentences, 'sentence')}"
-        )
+        identity = VerifierIdentity(**self.verifier)
+        return support_line(identity, self.recall, self.precision, self.sentences)
 
 
 class CheckSummary(BaseModel):

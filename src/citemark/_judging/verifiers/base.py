@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from citemark._contract.sync import run_sync
+from citemark._contract.words import counted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Premise", "Verdict", "Verifier", "VerifierIdentity", "verify_sync"]
+__all__ = ["Premise", "Verdict", "Verifier", "VerifierIdentity", "support_line", "verify_sync"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +96,14 @@ class Verifier(Protocol):
 def verify_sync(verifier: Verifier, premises: Sequence[Premise]) -> list[Verdict]:
     """`Verifier.verify` for synchronous callers."""
     return run_sync(lambda: verifier.verify(premises))
+
+
+def support_line(
+    identity: VerifierIdentity, recall: float | None, precision: float | None, sentences: int
+) -> str:
+    """The one sentence every report gives a run's support figures, with what judged them."""
+    shown = ["n/a" if value is None else f"{value:.2f}" for value in (recall, precision)]
+    return (
+        f"support, advisory, verifier {identity.label()}: citation recall {shown[0]}, "
+        f"precision {shown[1]} over {counted(sentences, 'sentence')}"
+    )

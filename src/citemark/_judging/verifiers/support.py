@@ -51,7 +51,13 @@ from citemark._contract.words import counted
 from citemark._judging.scorer.labels import RESOLVED, classify_sources
 from citemark._judging.scorer.reflist import find_reference_list
 from citemark._judging.scorer.sentences import split_sentences
-from citemark._judging.verifiers.base import Premise, Verdict, Verifier, VerifierIdentity
+from citemark._judging.verifiers.base import (
+    Premise,
+    Verdict,
+    Verifier,
+    VerifierIdentity,
+    support_line,
+)
 from citemark._judging.verifiers.reattribution import (
     DEFAULT_MAX_CALLS,
     Reattribution,
@@ -316,12 +322,7 @@ class SupportRun:
 
     def summary(self) -> str:
         """One report line: ``support, advisory, verifier nli sha256:…: citation recall …``."""
-        recall = "n/a" if self.recall is None else f"{self.recall:.2f}"
-        precision = "n/a" if self.precision is None else f"{self.precision:.2f}"
-        return (
-            f"support, advisory, verifier {self.verifier.label()}: citation recall {recall}, "
-            f"precision {precision} over {counted(self.sentences, 'sentence')}"
-        )
+        return support_line(self.verifier, self.recall, self.precision, self.sentences)
 
 
 def support_not_assessed(identity: VerifierIdentity, error: str) -> tuple[str, dict[str, object]]:
