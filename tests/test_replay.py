@@ -163,6 +163,23 @@ class TestRecordedCalls:
         naive = [row_number(prompt) for prompt in completed]
         assert [call["line"] for call in calls] != naive
 
+    def test_a_row_left_unassessed_takes_no_call(self, tmp_path):
+        """A row a recorder marked un-assessed is never scored, so the next row keeps its calls.
+
+        Before, each such row took the next judged row's calls, and every call after it
+        was filed one row early.
+        """
+        skipped = json.dumps({"id": "skipped", "answer": "x", "unassessed": "chain_error"})
+        runs = write_rows(tmp_path / "runs.jsonl", [])
+        runs.write_text(skipped + "\n" + json.dumps(row(1)) + "\n" + json.dumps(row(2)) + "\n")
+        with FakeOpenAI(lambda prompt: supported(row_number(prompt))) as server:
+            done = judged_check(tmp_path, runs, "out", server.base_url)
+        assert 0 == done.returncode, done.stderr
+        calls = read_calls(tmp_path / "out")
+        by_hash = {full_prompt_sha256(prompt): row_number(prompt) for prompt in server.prompts}
+        assert [2, 3] == [call["line"] for call in calls]
+        assert [1, 2] == [by_hash[str(call["full_prompt_sha256"])] for call in calls]
+
     def test_the_report_records_the_file_hash(self, recorded):
         """report.json names judge-calls.jsonl with the SHA-256 of its bytes."""
         _, out, _ = recorded

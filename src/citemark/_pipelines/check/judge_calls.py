@@ -79,9 +79,13 @@ class JudgeCallsSink:
         """How many calls were written."""
 
     def add(self, row: CheckedRow) -> None:
-        """Write the calls the row made (a malformed line made none)."""
+        """Write the calls the row made.
+
+        A malformed line made none, and neither did a row a reader left un-assessed:
+        it was never scored, so it takes no place in the recorder's queue.
+        """
         item = row.item
-        if not isinstance(item, CheckRow):
+        if not isinstance(item, CheckRow) or item.unassessed is not None:
             return
         for call in self._take():
             self._file.write(call_line(item.line, item.id, call, self._run_id))
