@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from fake_openai import FakeOpenAI
+
+from citemark._judging.verifiers.judge import PROMPT_SHA256
 from citemark._pipelines.cli.main import main
+from citemark.replay import JUDGE_CALLS_NAME
 
 SOURCES = [
     {"doc_id": "eiffel", "text": "The Eiffel Tower is 330 metres tall and stands in Paris."},
@@ -95,3 +100,46 @@ class TestCheckWithAVerifier:
         argv = ["check", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o")]
         assert 2 == main([*argv, "--verifier", "nli"])
         assert "citemark: error:" in capsys.readouterr().err
+
+
+def entailment_or_judge(prompt: str) -> str:
+    """The entailment question: entailed when the claim's first three words are in a passage."""
+    claim = re.search(r"^Claim: (.*)$", prompt, re.MULTILINE)
+    if claim is None:
+        return "a judge reply the scorer does not read"  # the faithfulness judge's question
+    opening = " ".join(claim.group(1).split()[:3])
+    return json.dumps({"entailed": opening in prompt[: claim.start()]})
+
+
+def support_by_id(out: Path) -> dict[str, object]:
+    return {key: support_of(row) for key, row in rows_of(out).items()}
+
+
+class TestAJudgeVerifierIsRecordedAndReplayed:
+    """``--verifier judge``'s calls land in judge-calls.jsonl, and --replay-judge answers them."""
+
+    def test_a_replayed_run_gives_the_same_support_with_no_server(self, tmp_path, capsys):
+        runs = write_runs(tmp_path)
+        first, again = tmp_path / "first", tmp_path / "again"
+        with FakeOpenAI(entailment_or_judge) as server:
+            judge = ["--judge-model", "m-1", "--judge-base-url", server.base_url]
+            argv = ["check", str(runs), "--verifier", "judge", "--out", str(first)]
+            assert 0 == main([*argv, *judge])
+        entailment = [p for p in server.prompts if "\nClaim: " in p]
+        calls = [json.loads(line) for line in (first / JUDGE_CALLS_NAME).read_text().splitlines()]
+        asked = [call for call in calls if call["prompt_sha256"] == PROMPT_SHA256]
+        assert entailment
+        assert len(entailment) == len(asked)
+        assert all(call["line"] is None and call["id"] is None for call in asked)
+        assert len(server.prompts) == len(calls)
+        support = support_by_id(first)
+        wrong = support["wrong"]
+        assert wrong is not None
+        assert [2] == wrong["sentences"][0]["citations"][0]["reattribution"][
+            "supported_by_other_source"
+        ]
+        capsys.readouterr()
+        argv = ["check", str(runs), "--verifier", "judge", "--out", str(again)]
+        assert 0 == main([*argv, "--replay-judge", str(first)])
+        assert support == support_by_id(again)
+        assert "reply_not_recorded" not in (again / "rows.jsonl").read_text()

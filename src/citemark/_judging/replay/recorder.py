@@ -53,6 +53,16 @@ class JudgeCallRecorder:
         """Close a batch of ``rows`` rows and queue its calls for `next_row`."""
         self._rows.extend(self.take_batch(rows))
 
+    def take_loose(self) -> list[dict[str, Any]]:
+        """Every call filed under no row so far, once: `loose` and those made since a batch.
+
+        A support verifier's judge asks its questions outside ``score_many`` (for
+        claims of several rows at once), so its calls carry no row position.
+        """
+        calls = [*self.loose, *self._filed.pop(None, [])]
+        self.loose = []
+        return calls
+
     def next_row(self) -> list[dict[str, Any]]:
         """The calls of the next row in input order (empty when it made none)."""
         return self._rows.popleft() if self._rows else []

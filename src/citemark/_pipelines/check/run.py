@@ -47,7 +47,12 @@ from citemark._judging.scorer.findings import NO_FINDINGS
 from citemark._judging.scorer.result import unassessed, with_findings
 from citemark._judging.scorer.scorer import CitationScorer, ScoreRow
 from citemark._pipelines.check.formats import FORMATS
-from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, JudgeCallsSink, recording
+from citemark._pipelines.check.judge_calls import (
+    JUDGE_CALLS_NAME,
+    JudgeCallsSink,
+    recording,
+    recording_verifier,
+)
 from citemark._pipelines.check.junit import JUNIT_NAME
 from citemark._pipelines.check.names import DEFAULT_HTML_ROWS, HTML_NAME, REPORT_NAME, ROWS_NAME
 from citemark._pipelines.check.page import HtmlSink
@@ -207,6 +212,8 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
     out = Path(out_dir)
     # With a judge, every call is recorded to judge-calls.jsonl (see judge_calls.py).
     scorer, recorder = recording(scorer)
+    if verifier is not None:
+        verifier = recording_verifier(verifier, recorder)
     created_at = utc_now()
     run_id = uuid.uuid4().hex
     digest = hashlib.sha256()
@@ -242,7 +249,7 @@ def run_check(  # noqa: PLR0913 - the options of the command, each with a defaul
         sinks.append(html)
         sinks.extend(opened(stack, FORMATS[name](sink_options)) for name in formats)
         if recorder is not None:
-            calls = JudgeCallsSink(sink_options, recorder.next_row, lambda: recorder.loose)
+            calls = JudgeCallsSink(sink_options, recorder.next_row, recorder.take_loose)
             sinks.append(opened(stack, calls))
         chunk: list[CheckRow | MalformedLine] = []
         if reader is None:
