@@ -109,7 +109,7 @@ def leads(prefix: str) -> set[str]:
     more (a line indented further), and none at all (a lazy line).
     """
     out = {""}
-    for line in _LINE_END.split(prefix)[-12:]:
+    for line in _LINE_END.split(prefix):
         parts = _lead_parts(line)
         for cut in range(1, len(parts) + 1):
             kept = parts[:cut]
@@ -361,6 +361,15 @@ class TestCertaintyIsExact:
     # where cmark reads none, so a later "?>" may still hide [70001].
     @example(["<!-- [70001] --> the <!-- [70002]\n===\nthe <!-- [70003] ---> the [70005] x"])
     @example(["| the |\n|---|\nx<? ??> <??>[70001] the the [70002] the the [70003]"])
+    # Hunt seed 38: a quote's lead written thirteen lines up still leads a delimiter
+    # row ("> |-") that turns the quote's definition into text; the oracle read the
+    # leads of the last twelve lines only.
+    @example(
+        [
+            "> [r1]: /u[70003]\n"
+            + "".join(f"Paragraph {n} says [7{n + 4:04d}].\n" for n in range(12))
+        ]
+    )
     def test_raises_exactly_when_certain(self, chunks):
         """Never before the chunk that makes a marker certain, and within that chunk."""
         expected_at, expected_marker = None, None
