@@ -90,12 +90,6 @@ class TestCheckWithAVerifier:
         main(["check", str(write_runs(tmp_path)), "--out", str(tmp_path / "o")])
         assert "not checked without a judge" in capsys.readouterr().out
 
-    def test_the_ray_engine_refuses_a_judge_verifier_in_one_line(self, tmp_path, capsys):
-        argv = ["check", str(write_runs(tmp_path)), "--out", str(tmp_path / "o")]
-        judge = ["--judge-model", "m", "--judge-base-url", "http://127.0.0.1:9/v1"]
-        assert 2 == main([*argv, *judge, "--verifier", "judge", "--engine", "ray"])
-        assert "--verifier judge runs with --engine local only" in capsys.readouterr().err
-
     def test_a_bad_spelling_is_refused_before_reading(self, tmp_path, capsys):
         argv = ["check", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o")]
         assert 2 == main([*argv, "--verifier", "nli"])

@@ -22,7 +22,7 @@ from citemark import CitationScorer  # noqa: E402
 from citemark._pipelines.check.run import run_check  # noqa: E402
 from citemark._pipelines.scale.plan import plan_jsonl  # noqa: E402
 from citemark._pipelines.scale.shards import RunPlan, ShardChecker  # noqa: E402
-from citemark.ray import ScorerSpec, run_ray_check  # noqa: E402
+from citemark.ray import JudgeVerifierSpec, ScorerSpec, run_ray_check  # noqa: E402
 from citemark.verifiers import LexicalVerifier  # noqa: E402
 
 SOURCES = [
@@ -142,3 +142,62 @@ def test_an_nli_model_on_ray_gives_the_local_figures(cluster, tmp_path):
         remote.summary.support.model_dump(exclude={"premises"})
     )
     assert 0 < (remote.summary.support.recall or 0) < 1
+
+
+def test_a_judge_verifier_on_ray_is_recorded_and_replayed(cluster, tmp_path):
+    """``--verifier judge`` on Ray: the local engine's figures, its calls recorded, a replay equal.
+
+    Each worker builds its verifier's chat from the scorer's spec; the entailment
+    questions go to a loopback server, and land in judge-calls.jsonl as the local
+    engine writes them (no row), so a replay of the Ray run asks no server.
+    """
+    from fake_openai import FakeOpenAI
+    from test_check_verifier import entailment_or_judge
+
+    from citemark import OpenAIChat
+    from citemark._judging.verifiers.judge import PROMPT_SHA256, JudgeVerifier
+    from citemark.replay import JUDGE_CALLS_NAME
+
+    runs = write_runs(tmp_path / "runs.jsonl", rows=20)
+    with FakeOpenAI(entailment_or_judge) as server:
+        local = run_check(
+            runs,
+            tmp_path / "local",
+            CitationScorer(OpenAIChat(server.base_url, "m-1")),
+            verifier=JudgeVerifier(OpenAIChat(server.base_url, "m-1")),
+        )
+        spec = ScorerSpec(judge_model="m-1", judge_base_url=server.base_url)
+        remote = run_ray_check(
+            runs,
+            tmp_path / "ray",
+            spec,
+            workers=2,
+            concurrency=4,
+            shard_bytes=400,
+            verifier_factory=JudgeVerifierSpec(spec),
+        )
+    assert remote.summary.support is not None
+    assert "judge" == remote.summary.support.verifier["kind"]
+    assert local.summary.support.model_dump(exclude={"premises"}) == (
+        remote.summary.support.model_dump(exclude={"premises"})
+    )
+    assert 0 < (remote.summary.support.recall or 0) < 1
+    lines = (tmp_path / "ray" / JUDGE_CALLS_NAME).read_text().splitlines()
+    asked = [call for call in map(json.loads, lines) if call["prompt_sha256"] == PROMPT_SHA256]
+    assert len(asked) == remote.summary.support.premises
+    assert all(call["line"] is None for call in asked)
+    replay = ScorerSpec(replay_judge=str(tmp_path / "ray"))
+    again = run_ray_check(
+        runs,
+        tmp_path / "again",
+        replay,
+        workers=2,
+        concurrency=4,
+        shard_bytes=400,
+        verifier_factory=JudgeVerifierSpec(replay),
+    )
+    first = (
+        (tmp_path / "ray" / "rows.jsonl").read_bytes().replace(remote.report.run_id.encode(), b"")
+    )
+    second = (tmp_path / "again" / "rows.jsonl").read_bytes()
+    assert first == second.replace(again.report.run_id.encode(), b"")

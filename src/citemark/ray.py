@@ -12,6 +12,8 @@ imports ray, this module does when a function here runs. Call ``ray.init`` first
   ``report.json`` holds.
 - `run_ray_check`: the same outputs as ``citemark check`` (``citemark check --engine ray``).
 - `ScorerSpec`: a picklable recipe for the scorer each worker builds.
+- `JudgeVerifierSpec`: the same for a ``judge`` support verifier (``--verifier judge``),
+  over a chat built from a `ScorerSpec`.
 - `start_ray`: ``ray.init`` with Ray's own logs silent unless asked for.
 - `ShardFacts`: what ``run_ray_check`` learns of each shard (its node, parts, worker usage).
 - `split_concurrency`: how a global concurrency is split across workers.
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 from citemark._contract.errors import RayRunError
 from citemark._pipelines.scale.engine import (
     CheckBatch,
+    JudgeVerifierSpec,
     ScorerSpec,
     ShardFacts,
     check_dataset,
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckBatch",
+    "JudgeVerifierSpec",
     "RayRunError",
     "ScorerSpec",
     "ShardFacts",

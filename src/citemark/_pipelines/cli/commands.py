@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from citemark._judging.verifiers.base import Verifier
     from citemark._model.chat import OpenAIChat
     from citemark._model.completion import ChatModel
+    from citemark._pipelines.scale.engine import ScorerSpec
 
 
 __all__ = ["COMMANDS"]
@@ -321,16 +322,22 @@ def _check_verifier(args: argparse.Namespace, judge: ChatModel | None) -> Verifi
         raise UsageError(str(exc)) from None
 
 
-def _verifier_factory(args: argparse.Namespace) -> Callable[[], Verifier] | None:
-    """What builds ``--verifier`` on each Ray worker: the spec and a module function, pickled."""
+def _verifier_factory(
+    args: argparse.Namespace, scorer: ScorerSpec
+) -> Callable[[], Verifier] | None:
+    """What builds ``--verifier`` on each Ray worker, pickled: a judge's from the scorer's spec."""
     if args.verifier is None:
         return None
     from citemark._judging.verifiers.choose import (  # noqa: PLC0415
         build_verifier,
         parse_verifier_spec,
     )
+    from citemark._pipelines.scale.engine import JudgeVerifierSpec  # noqa: PLC0415
 
-    return functools.partial(build_verifier, parse_verifier_spec(args.verifier))
+    spec = parse_verifier_spec(args.verifier)
+    if spec.kind == "judge":
+        return JudgeVerifierSpec(scorer)
+    return functools.partial(build_verifier, spec)
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -435,7 +442,7 @@ def _runs_file(runs: Path) -> Iterator[Path]:
             yield STDIN
 
 
-def _check(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one option each, in order
+def _check(args: argparse.Namespace) -> int:
     runs: Path = args.runs
     if runs != STDIN and not runs.is_file():
         msg = "RUNS.jsonl must name an existing file (or - for standard input)"
@@ -500,9 +507,6 @@ def _check(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one option each,
     fields = {"answer_field": args.answer_field, "citations_field": args.citations_field}
     config.update({key: value for key, value in fields.items() if value is not None})
     if args.engine == "ray":
-        if verifier is not None and verifier.identity.kind == "judge":
-            msg = "--verifier judge runs with --engine local only, for now"
-            raise UsageError(msg)
         _refuse_what_ray_cannot_read(args, reader)
         return _print_check_result(args, _ray_check(args, config, coverage))
     # Absolute before standard input is spooled, which changes the working directory.
@@ -620,7 +624,7 @@ def _ray_check(
             config=config,
             formats=list(dict.fromkeys(args.formats)),
             group_by=args.group_by,
-            verifier_factory=_verifier_factory(args),
+            verifier_factory=_verifier_factory(args, spec),
         )
     except (NoRowsError, RayRunError) as exc:  # a lost worker or node: one line, as below
         raise UsageError(str(exc)) from None

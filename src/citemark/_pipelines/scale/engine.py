@@ -90,10 +90,12 @@ if TYPE_CHECKING:
 
     from citemark._judging.scorer.result import CitationScore
     from citemark._judging.verifiers.base import Verifier
+    from citemark._model.completion import ChatModel
     from citemark._pipelines.check.support import SupportTally
 
 __all__ = [
     "CheckBatch",
+    "JudgeVerifierSpec",
     "ScorerSpec",
     "ShardFacts",
     "check_dataset",
@@ -136,31 +138,35 @@ class ScorerSpec:
     temperature: float | None = None
     seed: int | None = None
 
+    def judge_chat(self) -> ChatModel | None:
+        """The judge's chat: a replay of a recorded run, a live endpoint's, or None."""
+        import httpx  # noqa: PLC0415 - only on workers
+
+        from citemark._judging.replay.replay import ReplayChat  # noqa: PLC0415
+        from citemark._model.chat import OpenAIChat  # noqa: PLC0415
+
+        if self.replay_judge is not None:
+            return ReplayChat.from_run(self.replay_judge)
+        if self.judge_model is None:
+            return None
+        timeout = httpx.Timeout(connect=5.0, read=self.timeout, write=30.0, pool=10.0)
+        # The same chat the local check builds: --timeout is the whole call's deadline.
+        return OpenAIChat(
+            self.judge_base_url,
+            self.judge_model,
+            self.judge_api_key,
+            timeout=timeout,
+            deadline=self.timeout,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+        )
+
     def __call__(self) -> CitationScorer:
         """Build the scorer (called once per worker)."""
         import re  # noqa: PLC0415 - only on workers
 
-        import httpx  # noqa: PLC0415
-
-        from citemark._judging.replay.replay import ReplayChat  # noqa: PLC0415
-        from citemark._model.chat import ChatModel, OpenAIChat  # noqa: PLC0415
-
-        judge: ChatModel | None = None
-        if self.replay_judge is not None:
-            judge = ReplayChat.from_run(self.replay_judge)
-        elif self.judge_model is not None:
-            timeout = httpx.Timeout(connect=5.0, read=self.timeout, write=30.0, pool=10.0)
-            # The same chat the local check builds: --timeout is the whole call's deadline.
-            judge = OpenAIChat(
-                self.judge_base_url,
-                self.judge_model,
-                self.judge_api_key,
-                timeout=timeout,
-                deadline=self.timeout,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                seed=self.seed,
-            )
+        judge = self.judge_chat()
         options: dict[str, Any] = {
             "min_sentence_coverage": self.min_sentence_coverage,
             "judge_violations": self.judge_violations,
@@ -172,6 +178,28 @@ class ScorerSpec:
         if self.citation_pattern is not None:
             options["citation_pattern"] = re.compile(self.citation_pattern)
         return CitationScorer(judge, **options)
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeVerifierSpec:
+    """A picklable recipe for a worker's ``--verifier judge``.
+
+    The worker builds a `JudgeVerifier` over a chat of its own, built from the same
+    `ScorerSpec` as its scorer's judge (the same endpoint, or the same recording).
+    """
+
+    scorer: ScorerSpec
+
+    def __call__(self) -> Verifier:
+        """Build the verifier (called once per worker)."""
+        from citemark._contract.errors import VerifierError  # noqa: PLC0415 - only on workers
+        from citemark._judging.verifiers.judge import JudgeVerifier  # noqa: PLC0415
+
+        chat = self.scorer.judge_chat()
+        if chat is None:
+            msg = "--verifier judge needs the judge's model (--judge-model or CITEMARK_MODEL)"
+            raise VerifierError("no_chat", msg)
+        return JudgeVerifier(chat)
 
 
 class CheckBatch:

@@ -31,7 +31,12 @@ from citemark._judging.scorer.findings import ScoreFindings
 from citemark._judging.scorer.result import unassessed
 from citemark._judging.scorer.scorer import ScoreRow
 from citemark._pipelines.check.html import tier
-from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, call_line, recording
+from citemark._pipelines.check.judge_calls import (
+    JUDGE_CALLS_NAME,
+    call_line,
+    recording,
+    recording_verifier,
+)
 from citemark._pipelines.check.junit import JUNIT_NAME, JUnitSink
 from citemark._pipelines.check.names import ROWS_NAME
 from citemark._pipelines.check.protocol import CheckedRow, SinkOptions
@@ -267,7 +272,12 @@ class ShardChecker:
         verifier_factory: Callable[[], Verifier] | None = None,
     ) -> None:
         self._scorer, self._recorder = recording(scorer_factory())
-        self._verifier = None if verifier_factory is None else verifier_factory()
+        # A judge verifier's calls are recorded beside the scorer's (loose: no row).
+        self._verifier = (
+            None
+            if verifier_factory is None
+            else recording_verifier(verifier_factory(), self._recorder)
+        )
         self._plan = plan
         self._concurrency = concurrency
         self._group_by = group_by
@@ -381,6 +391,11 @@ class ShardChecker:
         calls_part = writers.get(JUDGE_CALLS_NAME)
         run_id = self._plan.run_id
         end = line_end(run_id)
+        if calls_part is not None and self._recorder is not None:
+            # Calls made for no one row (the support verifier's), before the chunk's
+            # rows, as the local engine writes them.
+            for call in self._recorder.take_loose():
+                calls_part.write(call_line(None, None, call, run_id))
         position = 0
         for item in chunk:
             if isinstance(item, MalformedLine):
