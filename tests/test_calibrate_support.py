@@ -115,3 +115,78 @@ class TestCommand:
         monkeypatch.delenv("CITEMARK_MODEL", raising=False)
         assert 2 == main(["calibrate", "support", str(EXCERPT), "--verifier", "judge"])
         assert "citemark: error:" in capsys.readouterr().err
+
+
+class TestRegisteredCalibration:
+    """A verifier is calibrated as the judge is: register first, measure under it, pin it."""
+
+    def register(self, tmp_path, *extra: str) -> Path:
+        path = tmp_path / "support-reg.json"
+        argv = ["calibrate", "register", str(EXCERPT), "--support", "complete-vs-rest"]
+        assert 0 == main([*argv, "--threshold", "kappa=0.2", "--out", str(path), *extra])
+        return path
+
+    def test_a_measurement_is_checked_written_beside_and_pinned(self, tmp_path, capsys):
+        registration = self.register(tmp_path)
+        capsys.readouterr()
+        argv = ["calibrate", "support", str(EXCERPT), "--verifier", "lexical", "--json"]
+        assert 0 == main([*argv, "--registration", str(registration)])
+        data = json.loads(capsys.readouterr().out)
+        checks = {check["metric"]: check for check in data["checks"]}
+        assert ["coverage", "kappa"] == sorted(checks)  # coverage is registered at 1 unless set
+        assert 0.2 == checks["kappa"]["minimum"]
+        assert checks["kappa"]["observed"] == data["agreement"]["kappa"]
+        judged = data["agreement"]["items"]
+        assert checks["coverage"]["observed"] == judged / (judged + data["unjudged"])
+        assert data["threshold_met"] == all(check["met"] for check in checks.values())
+        assert 0 == data["exit_code"]  # met or not, a report: the exit code stays 0
+        written = Path(data["measurement_path"])
+        assert written.parent == tmp_path
+        on_disk = json.loads(written.read_text())
+        assert on_disk["verifier"] == data["verifier"]
+        assert on_disk["label_set_sha256"] == on_disk["registration"]["label_set_sha256"]
+
+    def test_a_threshold_registered_after_a_measurement_is_refused(self, tmp_path, capsys):
+        registration = self.register(tmp_path)
+        argv = ["calibrate", "support", str(EXCERPT), "--verifier", "lexical"]
+        assert 0 == main([*argv, "--registration", str(registration)])
+        capsys.readouterr()
+        again = ["calibrate", "register", str(EXCERPT), "--support", "complete-vs-rest"]
+        later = tmp_path / "later.json"
+        assert 2 == main([*again, "--threshold", "kappa=0.01", "--out", str(later)])
+        assert "already been measured" in capsys.readouterr().err
+        assert not later.exists()
+
+    def test_another_mapping_is_another_label_set(self, tmp_path, capsys):
+        registration = self.register(tmp_path)
+        capsys.readouterr()
+        argv = ["calibrate", "support", str(EXCERPT), "--verifier", "lexical"]
+        other = ["--mapping", "complete-vs-incomplete", "--registration", str(registration)]
+        assert 2 == main([*argv, *other])
+        assert "registration was made for another label set" in capsys.readouterr().err
+        assert [registration] == list(tmp_path.iterdir())
+
+    def test_the_calibration_applies_to_the_measured_verifier_only(self, tmp_path):
+        from citemark._judging.calibration.run import Threshold
+        from citemark._judging.calibration.support import (
+            calibrate_support,
+            register_support_threshold,
+        )
+        from citemark.verifiers import LexicalVerifier
+
+        registration = tmp_path / "reg.json"
+        register_support_threshold(EXCERPT, "complete-vs-rest", Threshold(kappa=0.0), registration)
+        measured = asyncio.run(measure_support(EXCERPT, LexicalVerifier()))
+        calibration = calibrate_support(measured, registration)
+        assert calibration.applies_to(LexicalVerifier().identity)
+        assert not calibration.applies_to(LexicalVerifier(threshold=0.5).identity)
+        assert not calibration.applies_to(Scripted("the").identity)
+
+    def test_the_terminal_says_met_or_not_and_not_a_gate(self, tmp_path, capsys):
+        registration = self.register(tmp_path)
+        capsys.readouterr()
+        argv = ["calibrate", "support", str(EXCERPT), "--verifier", "lexical"]
+        assert 0 == main([*argv, "--registration", str(registration)])
+        out = capsys.readouterr().out
+        assert "registered minimums against the measurement" in out
+        assert "(a report, not a gate) for verifier lexical sha256:" in out

@@ -49,6 +49,7 @@ from citemark._judging.calibration.agreement import Agreement, Metric, measure_a
 
 if TYPE_CHECKING:
     import os
+    from datetime import datetime
 
     from citemark._judging.calibration.labelset import LabelSet
     from citemark._judging.judge import FaithfulnessJudge
@@ -61,9 +62,13 @@ __all__ = [
     "Threshold",
     "ThresholdCheck",
     "UnusableVerdict",
+    "measurement_path",
+    "read_registration",
+    "register_sha256",
     "register_threshold",
     "run_calibration",
     "run_calibration_sync",
+    "threshold_checks",
 ]
 
 _MEASUREMENT_GLOB: Final = "*.measurement-*.json"
@@ -322,17 +327,28 @@ def register_threshold(
         #> True True
         ```
     """
+    return register_sha256(label_set.sha256, threshold, path)
+
+
+def register_sha256(
+    label_set_sha256: str, threshold: Threshold, path: str | os.PathLike[str]
+) -> Registration:
+    """`register_threshold` for a label set known by its hash (a support verifier's labels).
+
+    Raises:
+        CalibrationError: as `register_threshold`.
+    """
     destination = Path(path)
     if destination.exists():
         msg = "a registration already exists at this path; remove it deliberately to register again"
         raise CalibrationError(msg)
-    if _measured(destination.parent, label_set.sha256):
+    if _measured(destination.parent, label_set_sha256):
         msg = (
             "this label set has already been measured next to this registration: "
             "a threshold registered after a measurement describes it, it does not test it"
         )
         raise CalibrationError(msg)
-    registration = Registration(label_set_sha256=label_set.sha256, threshold=threshold)
+    registration = Registration(label_set_sha256=label_set_sha256, threshold=threshold)
     write_report_atomically(destination, registration)
     return registration
 
@@ -365,10 +381,7 @@ async def run_calibration(
         OSError: the registration cannot be read.
     """
     path = Path(registration)
-    registered = _read_registration(path)
-    if registered.label_set_sha256 != label_set.sha256:
-        msg = "the registration was made for another label set: its label_set_sha256 differs"
-        raise CalibrationError(msg)
+    registered = read_registration(path, label_set.sha256)
     identity = ModelIdentity.of(judge)
     ids: list[str] = []
     human: list[bool] = []
@@ -387,7 +400,7 @@ async def run_calibration(
         human.append(item.faithful)
         verdicts.append(verdict.faithful)
     agreement = measure_agreement(ids, human, verdicts)
-    checks = _checks(registered.threshold, agreement, len(ids), len(label_set.items))
+    checks = threshold_checks(registered.threshold, agreement, len(ids), len(label_set.items))
     report = CalibrationReport(
         label_set_sha256=label_set.sha256,
         rubric_versions=tuple(sorted({item.rubric_version for item in label_set.items})),
@@ -399,7 +412,7 @@ async def run_calibration(
         checks=checks,
         threshold_met=all(check.met for check in checks),
     )
-    write_report_atomically(_measurement_path(path, report), report)
+    write_report_atomically(measurement_path(path, report.measured_at), report)
     return report
 
 
@@ -412,9 +425,10 @@ def run_calibration_sync(
     return run_sync(lambda: run_calibration(label_set, judge, registration))
 
 
-def _checks(
+def threshold_checks(
     threshold: Threshold, agreement: Agreement, assessed: int, total: int
 ) -> tuple[ThresholdCheck, ...]:
+    """Each registered minimum against the measured figure (coverage: assessed of total)."""
     observed: dict[Metric, float | None] = {
         "agreement_rate": agreement.agreement_rate,
         "kappa": agreement.kappa,
@@ -435,8 +449,18 @@ def _checks(
     )
 
 
-def _read_registration(path: Path) -> Registration:
-    return Registration.model_validate_json(path.read_bytes())
+def read_registration(path: Path, label_set_sha256: str) -> Registration:
+    """The registration at ``path``, refused unless it was made for this label set.
+
+    Raises:
+        CalibrationError: the registration is for another label set (its hash differs).
+        OSError: it cannot be read.
+    """
+    registered = Registration.model_validate_json(path.read_bytes())
+    if registered.label_set_sha256 != label_set_sha256:
+        msg = "the registration was made for another label set: its label_set_sha256 differs"
+        raise CalibrationError(msg)
+    return registered
 
 
 def _reaches(observed: float | None, minimum: float) -> bool:
@@ -459,8 +483,9 @@ def _measured(folder: Path, label_set_sha256: str) -> bool:
     return False
 
 
-def _measurement_path(registration: Path, report: CalibrationReport) -> Path:
-    stamp = report.measured_at.strftime("%Y%m%dT%H%M%S%fZ")
+def measurement_path(registration: Path, measured_at: datetime) -> Path:
+    """Where a measurement made under ``registration`` is written: beside it, stamped."""
+    stamp = measured_at.strftime("%Y%m%dT%H%M%S%fZ")
     candidate = registration.with_name(f"{registration.stem}.measurement-{stamp}.json")
     number = 1
     while candidate.exists():

@@ -62,6 +62,7 @@ from citemark._pipelines.cli.console import (
     print_calibration,
     print_check,
     print_echo,
+    print_support_calibration,
     print_support_measurement,
 )
 from citemark._pipelines.readers import Reader, ReadOptions, reader_for
@@ -73,8 +74,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Iterator, Mapping
 
-    from citemark._judging.calibration.run import CalibrationReport
-    from citemark._judging.calibration.support import SupportMeasurement
+    from citemark._judging.calibration.run import CalibrationReport, Registration
+    from citemark._judging.calibration.support import SupportCalibration, SupportMeasurement
     from citemark._judging.echo.run import EchoReport
     from citemark._judging.verifiers.base import Verifier
     from citemark._model.chat import OpenAIChat
@@ -697,7 +698,7 @@ def _all_calls_failed(failures: dict[str, int], calls: int) -> str:
 
 
 def _register(args: argparse.Namespace) -> int:
-    labels = _read_labels(args.labels)
+    labels = None if args.support is not None else _read_labels(args.labels)
     minimums: dict[str, float] = {}
     metrics = get_args(Metric)
     for item in args.threshold:
@@ -717,7 +718,12 @@ def _register(args: argparse.Namespace) -> int:
         msg = f"the threshold is not valid: {problems}"
         raise UsageError(msg) from None
     try:
-        registration = register_threshold(labels, threshold, args.out)
+        if labels is not None:
+            registration = register_threshold(labels, threshold, args.out)
+            what = counted(len(labels.items), "item")
+        else:
+            registration = _register_support(args, threshold)
+            what = f"{args.labels.name} under {args.support}"
     except CalibrationError as exc:
         msg = f"registration refused: {exc}"
         raise UsageError(msg) from None
@@ -733,11 +739,23 @@ def _register(args: argparse.Namespace) -> int:
     sys.stdout.write(
         printable(
             f"registered {minimum} for label set {registration.label_set_sha256[:12]} "
-            f"({counted(len(labels.items), 'item')}) in {args.out}"
+            f"({what}) in {args.out}"
         )
         + "\n"
     )
     return EXIT_OK
+
+
+def _register_support(args: argparse.Namespace, threshold: Threshold) -> Registration:
+    """``calibrate register --support MAPPING``: the labels are an ExpertQA file's."""
+    from citemark._judging.calibration.support import (  # noqa: PLC0415
+        register_support_threshold,
+    )
+
+    if not args.labels.is_file():
+        msg = "with --support, LABELS must name an existing ExpertQA file"
+        raise UsageError(msg)
+    return register_support_threshold(args.labels, args.support, threshold, args.out)
 
 
 def _calibrate_run(args: argparse.Namespace) -> int:
@@ -814,6 +832,10 @@ def _calibrate_support(args: argparse.Namespace) -> int:
             if chat is not None:
                 await chat.aclose()
 
+    registration: Path | None = args.registration
+    if registration is not None and not registration.is_file():
+        msg = "--registration must name an existing file"
+        raise UsageError(msg)
     try:
         measured = asyncio.run(measure())
     except LabelSetError as exc:
@@ -821,11 +843,35 @@ def _calibrate_support(args: argparse.Namespace) -> int:
     except OSError as exc:
         msg = f"cannot read the labels: {exc.strerror or type(exc).__name__}"
         raise UsageError(msg) from None
+    calibration = None if registration is None else _support_calibration(measured, registration)
     if args.json:
-        print_json({"exit_code": EXIT_OK, **measured.as_dict()})
+        found = measured.as_dict() if calibration is None else calibration.as_dict()
+        if calibration is not None:
+            found["measurement_path"] = str(calibration.path)
+        print_json({"exit_code": EXIT_OK, **found})
         return EXIT_OK
     print_support_measurement(measured)
+    if calibration is not None:
+        print_support_calibration(calibration)
     return EXIT_OK
+
+
+def _support_calibration(measured: SupportMeasurement, registration: Path) -> SupportCalibration:
+    """The measurement checked against ``registration`` and written beside it."""
+    from citemark._judging.calibration.support import calibrate_support  # noqa: PLC0415
+
+    try:
+        return calibrate_support(measured, registration)
+    except ValidationError:
+        msg = "the registration file does not fit its schema"
+        raise UsageError(msg) from None
+    except CalibrationError as exc:
+        msg = f"calibration refused: {exc}"
+        raise UsageError(msg) from None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        msg = f"cannot read the registration or write the measurement: {why}"
+        raise UsageError(msg) from None
 
 
 def _read_labels(path: Path) -> LabelSet:

@@ -43,11 +43,11 @@ from citemark._pipelines.eval_report import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from citemark._judging.calibration.run import CalibrationReport
-    from citemark._judging.calibration.support import SupportMeasurement
+    from citemark._judging.calibration.run import CalibrationReport, ThresholdCheck
+    from citemark._judging.calibration.support import SupportCalibration, SupportMeasurement
     from citemark._judging.echo.run import EchoReport
     from citemark._pipelines.check.run import CheckResult
     from citemark._pipelines.eval_report import CheckSummary
@@ -330,15 +330,7 @@ def print_echo(report: EchoReport, path: Path) -> None:
 def print_calibration(report: CalibrationReport, measurement: Path | None) -> None:
     """Print each registered minimum against what was measured, and whether all were met."""
     console = output_console()
-    console.print(_text("calibration: registered minimums against the measurement", style="bold"))
-    table = Table()
-    for column in ("metric", "minimum", "observed", "met"):
-        table.add_column(column)
-    for check in report.checks:
-        observed = "undefined" if check.observed is None else f"{check.observed:.3f}"
-        met = _text("yes", style="green") if check.met else _text("no", style="red")
-        table.add_row(check.metric, f"{check.minimum:g}", observed, met)
-    console.print(table)
+    _print_checks(console, report.checks)
     judge, disagreements = report.judge, report.agreement.disagreements
     console.print(
         _text(
@@ -383,6 +375,31 @@ def print_support_measurement(measured: SupportMeasurement) -> None:
             f"{_figure(agreement.kappa)} over {agreement.items} claims (a report, not a gate)"
         )
     )
+
+
+def print_support_calibration(calibration: SupportCalibration) -> None:
+    """Print a support measurement's registered minimums, met or not, and where it went."""
+    console = output_console()
+    _print_checks(console, calibration.checks)
+    verdict = "met" if calibration.threshold_met else "not met"
+    console.print(
+        _text(
+            f"threshold {verdict} (a report, not a gate) for verifier "
+            f"{calibration.measurement.verifier.label()}; measurement: {calibration.path}"
+        )
+    )
+
+
+def _print_checks(console: Console, checks: Sequence[ThresholdCheck]) -> None:
+    console.print(_text("calibration: registered minimums against the measurement", style="bold"))
+    table = Table()
+    for column in ("metric", "minimum", "observed", "met"):
+        table.add_column(column)
+    for check in checks:
+        observed = "undefined" if check.observed is None else f"{check.observed:.3f}"
+        met = _text("yes", style="green") if check.met else _text("no", style="red")
+        table.add_row(check.metric, f"{check.minimum:g}", observed, met)
+    console.print(table)
 
 
 def _figure(value: float | None) -> str:

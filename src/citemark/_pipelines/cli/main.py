@@ -414,6 +414,13 @@ def _calibrate_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     register.add_argument(
         "--out", type=Path, required=True, metavar="REG.json", help="the registration file"
     )
+    register.add_argument(
+        "--support",
+        choices=sorted(SUPPORT_MAPPINGS),
+        metavar="MAPPING",
+        help="LABELS is an ExpertQA data/lfqa file, registered as read under MAPPING "
+        f"({', '.join(sorted(SUPPORT_MAPPINGS))}), for calibrate support",
+    )
     register.add_argument("--json", action="store_true", help="print one JSON object")
     register.set_defaults(run="register")
 
@@ -465,6 +472,13 @@ def _calibrate_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default="complete-vs-rest",
         help="which labels count as entailed and not (default complete-vs-rest: Complete "
         "is entailed, any other label is not)",
+    )
+    support.add_argument(
+        "--registration",
+        type=Path,
+        metavar="REG.json",
+        help="the file calibrate register --support wrote: check each registered minimum "
+        "and write the measurement beside it (a report, never a gate)",
     )
     _judge_options(support, required=False)
     _generation_options(support, max_tokens=JUDGE_MAX_TOKENS, seed_flag="--seed")
