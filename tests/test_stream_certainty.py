@@ -416,3 +416,17 @@ class TestWitnessesAreTheGrammars:
         assert "[70006]" not in cmark_visible(prefix + settles)
         assert any(suffix == settles for suffix, _ in continuations(prefix))
         assert certain_marker(prefix) is None
+
+    @pytest.mark.parametrize(
+        "prefix",
+        [
+            # Hunt seeds 21 and 26: cmark-gfm's 0.29 core reads "<!-- x --->" as no
+            # comment, and a table witness turns the definition into text; leaving
+            # such witnesses out called [70004] certain where the stream rightly waits.
+            "the <!-- [70001] --->\n[70002] <!-- [70003] --> the [70004] the the\n---",
+            "[r1]: /u[70003]\n\\[70004] <!-- [70005] --->",
+        ],
+    )
+    def test_a_table_witness_cmark_gfm_reads_as_0_29_leaves_the_prefix_unjudged(self, prefix):
+        with pytest.raises(Unjudged):
+            certain_marker(prefix)
