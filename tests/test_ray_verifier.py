@@ -201,3 +201,30 @@ def test_a_judge_verifier_on_ray_is_recorded_and_replayed(cluster, tmp_path):
     )
     second = (tmp_path / "again" / "rows.jsonl").read_bytes()
     assert first == second.replace(again.report.run_id.encode(), b"")
+
+
+def test_check_dataset_takes_a_verifier_and_gives_the_local_figures(cluster, tmp_path):
+    """The Python API over a Dataset: each worker's verifier, the rows' support, the run's means."""
+    from citemark.ray import check_dataset, read_jsonl
+
+    runs = write_runs(tmp_path / "runs.jsonl")
+    local = run_check(runs, tmp_path / "local", CitationScorer(), verifier=LexicalVerifier())
+    records: list[str] = []
+    summary = check_dataset(
+        read_jsonl(runs),
+        CitationScorer,
+        workers=1,  # a CPU left for the read tasks (see KNOWN_LIMITATIONS.md)
+        concurrency=4,
+        batch_size=7,
+        verifier_factory=LexicalVerifier,
+        on_row=lambda _checked, columns: records.append(columns["record"]),
+    )
+    assert summary.support is not None
+    assert local.summary.support.model_dump(exclude={"premises"}) == (
+        summary.support.model_dump(exclude={"premises"})
+    )
+    local_records = [
+        json.loads(line) for line in (tmp_path / "local" / "rows.jsonl").read_text().splitlines()
+    ]
+    supports = [json.loads(record)["details"].get("support") for record in records]
+    assert [row["details"].get("support") for row in local_records] == supports

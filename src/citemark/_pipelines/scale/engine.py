@@ -50,7 +50,11 @@ from citemark._contract.artifacts import (
 )
 from citemark._judging.scorer.scorer import CitationScorer
 from citemark._pipelines.check.groups import OTHER_GROUP, GroupNames, group_name
-from citemark._pipelines.check.judge_calls import JUDGE_CALLS_NAME, recording
+from citemark._pipelines.check.judge_calls import (
+    JUDGE_CALLS_NAME,
+    recording,
+    recording_verifier,
+)
 from citemark._pipelines.check.junit import JUNIT_NAME, JUnitSink
 from citemark._pipelines.check.names import HTML_NAME, ROWS_NAME
 from citemark._pipelines.check.page import HtmlSink
@@ -63,6 +67,7 @@ from citemark._pipelines.check.protocol import (
 )
 from citemark._pipelines.check.run import CheckResult, finish_outputs, start_outputs
 from citemark._pipelines.check.sinks import row_line
+from citemark._pipelines.check.support import SupportTally, with_support
 from citemark._pipelines.check.tally import Tally
 from citemark._pipelines.eval_report import CheckSummary, MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
@@ -91,7 +96,6 @@ if TYPE_CHECKING:
     from citemark._judging.scorer.result import CitationScore
     from citemark._judging.verifiers.base import Verifier
     from citemark._model.completion import ChatModel
-    from citemark._pipelines.check.support import SupportTally
 
 __all__ = [
     "CheckBatch",
@@ -209,13 +213,17 @@ class CheckBatch:
     bytes or text). Output columns, one row per input row (a blank line gives none):
     ``line``, ``id``, ``record`` (the ``rows.jsonl`` line, as text), ``error`` (None;
     a malformed line's reason; or the class name of the exception the row raised),
-    ``judge_calls`` (the row's calls as a JSON list) and ``checked`` (the pickled
-    checked row, which the driver's sinks read).
+    ``judge_calls`` (the row's calls as a JSON list), ``checked`` (the pickled
+    checked row, which the driver's sinks read) and ``support`` (with a verifier, the
+    batch's pickled support tally on its first row; else, and on every other row,
+    empty bytes).
 
     Args:
         scorer_factory: Builds the worker's scorer; called once, on the worker.
         concurrency: How many rows this worker scores at once.
         group_by: A row field each checked row keeps as its group (``--group-by``).
+        verifier_factory: Builds the worker's support verifier; called once, on the
+            worker, so a model is loaded once per worker.
     """
 
     def __init__(
@@ -223,8 +231,14 @@ class CheckBatch:
         scorer_factory: Callable[[], CitationScorer],
         concurrency: int = 32,
         group_by: str | None = None,
+        verifier_factory: Callable[[], Verifier] | None = None,
     ) -> None:
         self._scorer, self._recorder = recording(scorer_factory())
+        self._verifier = (
+            None
+            if verifier_factory is None
+            else recording_verifier(verifier_factory(), self._recorder)
+        )
         self._concurrency = concurrency
         self._group_by = group_by
         self._row_options = RowOptions(index_base=self._scorer.index_base)
@@ -249,9 +263,24 @@ class CheckBatch:
                 items.append(parsed)
         rows = [item for item in items if isinstance(item, CheckRow)]
         scores, errors, calls = self._score(rows)
+        support = None
+        if self._verifier is not None:
+            support = SupportTally(self._verifier.identity.as_dict())
+            scores = with_support(
+                rows,
+                scores,
+                verifier=self._verifier,
+                runner=self._runner,
+                tally=support,
+                index_base=self._scorer.index_base,
+            )
         out: dict[str, list[Any]] = {
             key: [] for key in ("line", "id", "record", "error", "judge_calls", "checked")
         }
+        # Empty bytes, not None: a column of nulls does not come back as None.
+        out["support"] = [b""] * len(items)
+        if support is not None and items:
+            out["support"][0] = pickle.dumps(support, protocol=pickle.HIGHEST_PROTOCOL)
         position = 0
         for item in items:
             if isinstance(item, MalformedLine):
@@ -310,6 +339,7 @@ def _checked(  # noqa: PLR0913 - the options of a check, passed on
     workers: int,
     batch_size: int,
     group_by: str | None = None,
+    verifier_factory: Callable[[], Verifier] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Map ``ds`` through `CheckBatch` and yield result batches in input order."""
     import ray.data  # noqa: PLC0415
@@ -325,6 +355,7 @@ def _checked(  # noqa: PLR0913 - the options of a check, passed on
             "scorer_factory": scorer_factory,
             "concurrency": per_worker,
             "group_by": group_by,
+            "verifier_factory": verifier_factory,
         },
         batch_size=batch_size,
         batch_format="default",
@@ -347,6 +378,7 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_row: Callable[[CheckedRow, dict[str, Any]], None] | None = None,
     group_by: str | None = None,
+    verifier_factory: Callable[[], Verifier] | None = None,
 ) -> CheckSummary:
     """Check every row of a Ray ``Dataset`` with ``line`` and ``raw`` columns; return the summary.
 
@@ -359,6 +391,9 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
         batch_size: Rows per batch handed to a worker.
         on_row: Called in input order with each checked row and its output columns.
         group_by: A row field to break every count down by, as ``check --group-by``.
+        verifier_factory: Builds each worker's support verifier once (``--verifier``);
+            it must pickle. Each row's ``details.support`` and the summary's
+            ``support`` then hold the advisory figures, as the local check's do.
 
     Returns:
         The summary ``report.json`` holds (its ``files`` left empty).
@@ -367,6 +402,7 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
         NoRowsError: no row of the dataset is a readable row.
     """
     tally = Tally(group_by)
+    support: SupportTally | None = None
     for batch in _checked(
         ds,
         scorer_factory,
@@ -374,7 +410,15 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
         workers=workers,
         batch_size=batch_size,
         group_by=group_by,
+        verifier_factory=verifier_factory,
     ):
+        for blob in batch["support"]:
+            if len(blob):
+                part: SupportTally = pickle.loads(blob)  # noqa: S301 - our own workers
+                if support is None:
+                    support = part
+                else:
+                    support.merge(part)
         checked_rows = [pickle.loads(blob) for blob in batch["checked"]]  # noqa: S301 - our own workers
         scores = [row.score for row in checked_rows if row.score is not None]
         tally.add_scores(scores)
@@ -386,7 +430,10 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
             if on_row is not None:
                 on_row(checked, {key: batch[key][index] for key in ("record", "judge_calls")})
     tally.require_rows()  # before the driver builds a scorer (a replayed judge reads its run)
-    return tally.summary(scorer_factory())
+    summary = tally.summary(scorer_factory())
+    if support is not None:
+        summary = summary.model_copy(update={"support": support.summary()})
+    return summary
 
 
 class ShardFacts(NamedTuple):
