@@ -772,17 +772,8 @@ def _calibrate_run(args: argparse.Namespace) -> int:
         async with chat:
             return await run_calibration(labels, judge, registration)
 
-    try:
+    with _calibration_refusals("read the registration"):
         report = asyncio.run(measure())
-    except ValidationError:
-        msg = "the registration file does not fit its schema"
-        raise UsageError(msg) from None
-    except CalibrationError as exc:
-        msg = f"calibration refused: {exc}"
-        raise UsageError(msg) from None
-    except OSError as exc:
-        msg = f"cannot read the registration: {exc.strerror or type(exc).__name__}"
-        raise UsageError(msg) from None
     failed = [item.reason or "unknown" for item in report.unusable if item.error == "ChatError"]
     failed_calls = len(failed)
     code = EXIT_CHAT if report.items and failed_calls == report.items else EXIT_OK
@@ -860,8 +851,15 @@ def _support_calibration(measured: SupportMeasurement, registration: Path) -> Su
     """The measurement checked against ``registration`` and written beside it."""
     from citemark._judging.calibration.support import calibrate_support  # noqa: PLC0415
 
-    try:
+    with _calibration_refusals("read the registration or write the measurement"):
         return calibrate_support(measured, registration)
+
+
+@contextlib.contextmanager
+def _calibration_refusals(doing: str) -> Iterator[None]:
+    """A measurement's refusals as one-line usage errors; ``doing`` says what failed on disk."""
+    try:
+        yield
     except ValidationError:
         msg = "the registration file does not fit its schema"
         raise UsageError(msg) from None
@@ -869,8 +867,7 @@ def _support_calibration(measured: SupportMeasurement, registration: Path) -> Su
         msg = f"calibration refused: {exc}"
         raise UsageError(msg) from None
     except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        msg = f"cannot read the registration or write the measurement: {why}"
+        msg = f"cannot {doing}: {exc.strerror or type(exc).__name__}"
         raise UsageError(msg) from None
 
 
