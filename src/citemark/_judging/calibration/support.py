@@ -215,7 +215,8 @@ def register_support_threshold(
             or a measurement of the same label set beside it).
         OSError: the file cannot be read or the registration written.
     """
-    MAPPINGS[mapping]
+    if mapping not in MAPPINGS:  # refused before anything is written
+        raise KeyError(mapping)
     sha256 = support_label_set_sha256(_file_sha256(labels), mapping)
     return register_sha256(sha256, threshold, path)
 

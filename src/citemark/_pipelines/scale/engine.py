@@ -195,15 +195,13 @@ class JudgeVerifierSpec:
     scorer: ScorerSpec
 
     def __call__(self) -> Verifier:
-        """Build the verifier (called once per worker)."""
-        from citemark._contract.errors import VerifierError  # noqa: PLC0415 - only on workers
-        from citemark._judging.verifiers.judge import JudgeVerifier  # noqa: PLC0415
+        """Build the verifier (called once per worker); `build_verifier`'s errors without a chat."""
+        from citemark._judging.verifiers.choose import (  # noqa: PLC0415 - only on workers
+            VerifierSpec,
+            build_verifier,
+        )
 
-        chat = self.scorer.judge_chat()
-        if chat is None:
-            msg = "--verifier judge needs the judge's model (--judge-model or CITEMARK_MODEL)"
-            raise VerifierError("no_chat", msg)
-        return JudgeVerifier(chat)
+        return build_verifier(VerifierSpec("judge"), chat=self.scorer.judge_chat())
 
 
 class CheckBatch:
