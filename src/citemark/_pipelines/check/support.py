@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from citemark._judging.verifiers.support import RowSupport
     from citemark._pipelines.readers.citemark_rows import CheckRow
 
-__all__ = ["SupportTally", "with_support"]
+__all__ = ["SupportTally", "merged", "with_support"]
 
 
 class SupportTally:
@@ -100,6 +100,16 @@ class SupportTally:
             reattributed=self.reattributed,
             premises=self.premises,
         )
+
+
+def merged(total: SupportTally | None, part: SupportTally | None) -> SupportTally | None:
+    """``total`` with ``part``'s rows added (a shard's or batch's); the first part starts it."""
+    if part is None:
+        return total
+    if total is None:
+        return part
+    total.merge(part)
+    return total
 
 
 def with_support(  # noqa: PLR0913 - the chunk, then the run's shared state

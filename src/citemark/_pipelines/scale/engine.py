@@ -67,7 +67,7 @@ from citemark._pipelines.check.protocol import (
 )
 from citemark._pipelines.check.run import CheckResult, finish_outputs, start_outputs
 from citemark._pipelines.check.sinks import row_line
-from citemark._pipelines.check.support import SupportTally, with_support
+from citemark._pipelines.check.support import SupportTally, merged, with_support
 from citemark._pipelines.check.tally import Tally
 from citemark._pipelines.eval_report import CheckSummary, MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
@@ -412,11 +412,7 @@ def check_dataset(  # noqa: PLR0913 - the options of a check, each with a defaul
     ):
         for blob in batch["support"]:
             if len(blob):
-                part: SupportTally = pickle.loads(blob)  # noqa: S301 - our own workers
-                if support is None:
-                    support = part
-                else:
-                    support.merge(part)
+                support = merged(support, pickle.loads(blob))  # noqa: S301 - our own workers
         checked_rows = [pickle.loads(blob) for blob in batch["checked"]]  # noqa: S301 - our own workers
         scores = [row.score for row in checked_rows if row.score is not None]
         tally.add_scores(scores)
@@ -743,11 +739,7 @@ class _ShardRun:
             while turn in waiting:
                 ready = waiting.pop(turn)
                 self.tally.merge(ready.tally)
-                if ready.support is not None:
-                    if self.support is None:
-                        self.support = ready.support
-                    else:
-                        self.support.merge(ready.support)
+                self.support = merged(self.support, ready.support)
                 _add_counts(self.junit_counts, ready.junit_counts or {})
                 joined = assembler.append.remote(turn, ready.parts)
                 in_flight[joined] = turn
