@@ -2,7 +2,8 @@
 
 Ray leaves its client sockets to the garbage collector, which would close them (with
 a ResourceWarning, an error under this suite's filterwarnings) in whichever test runs
-next. A module fixture that starts Ray wraps its whole life in `closing_ray_sockets`.
+next. A module fixture that starts Ray wraps its whole life in `closing_ray_sockets`;
+`local_ray` is that fixture's body for a one-node cluster of two CPUs.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import socket
+import sys
 import warnings
 from typing import TYPE_CHECKING
 
@@ -34,3 +36,17 @@ def closing_ray_sockets() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         gc.collect()
+
+
+@contextlib.contextmanager
+def local_ray(module: str) -> Iterator[None]:
+    """A local Ray of two CPUs, quiet, that pickles ``module`` (a test module) by value."""
+    import ray
+
+    with closing_ray_sockets():
+        ray.cloudpickle.register_pickle_by_value(sys.modules[module])
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        try:
+            yield
+        finally:
+            ray.shutdown()

@@ -8,7 +8,6 @@ writes it, so two Ray runs of a recorded pipeline diff row by row, by question.
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]
 
-from ray_sockets import closing_ray_sockets  # noqa: E402
+from ray_sockets import local_ray  # noqa: E402
 
 from citemark import CitationScorer  # noqa: E402
 from citemark._pipelines.check.run import run_check  # noqa: E402
@@ -38,11 +37,8 @@ CONTEXT = "[doc-1] The late fee is 5% of the unpaid balance.\n[doc-2] Members pa
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    with closing_ray_sockets():
-        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    with local_ray(__name__):
         yield
-        ray.shutdown()
 
 
 def recorded_day(path: Path, broken: int) -> Path:

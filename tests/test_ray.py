@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]
 
-from ray_sockets import closing_ray_sockets  # noqa: E402
+from ray_sockets import local_ray  # noqa: E402
 
 from citemark import CitationScorer, ScoreRow  # noqa: E402
 from citemark._pipelines.check.run import run_check  # noqa: E402
@@ -70,11 +69,8 @@ class _ExplodingScorer(CitationScorer):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with closing_ray_sockets():
-        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    with local_ray(__name__):
         yield
-        ray.shutdown()
 
 
 def test_split_concurrency_never_exceeds_the_global_bound():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]
 
-from ray_sockets import closing_ray_sockets  # noqa: E402
+from ray_sockets import local_ray  # noqa: E402
 
 from citemark import CitationScorer  # noqa: E402
 from citemark._pipelines.check.run import run_check  # noqa: E402
@@ -48,6 +47,25 @@ def write_runs(path: Path, rows: int = 60) -> Path:
     return path
 
 
+def on_ray(runs: Path, out: Path, scorer, verifier_factory):
+    """``run_ray_check`` as every test here runs it: 2 workers, small shards."""
+    return run_ray_check(
+        runs,
+        out,
+        scorer,
+        workers=2,
+        concurrency=4,
+        shard_bytes=400,
+        verifier_factory=verifier_factory,
+    )
+
+
+def figures(summary) -> dict[str, object]:
+    """A run's support figures, but how many questions were asked (each shard asks its own)."""
+    assert summary.support is not None
+    return summary.support.model_dump(exclude={"premises"})
+
+
 class CountingFactory:
     """Builds a lexical verifier and counts how often it was asked to."""
 
@@ -61,11 +79,8 @@ class CountingFactory:
 
 @pytest.fixture(scope="module")
 def cluster():
-    with closing_ray_sockets():
-        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    with local_ray(__name__):
         yield
-        ray.shutdown()
 
 
 def test_a_worker_builds_its_verifier_once_for_every_shard(cluster, tmp_path):
@@ -92,21 +107,11 @@ def test_local_and_ray_give_the_same_support(cluster, tmp_path):
     """Same input and verifier: rows.jsonl byte-identical, the support summaries equal."""
     runs = write_runs(tmp_path / "runs.jsonl")
     local = run_check(runs, tmp_path / "local", CitationScorer(), verifier=LexicalVerifier())
-    remote = run_ray_check(
-        runs,
-        tmp_path / "ray",
-        ScorerSpec(),
-        workers=2,
-        concurrency=4,
-        shard_bytes=400,
-        verifier_factory=LexicalVerifier,
-    )
+    remote = on_ray(runs, tmp_path / "ray", ScorerSpec(), LexicalVerifier)
     assert remote.summary.support is not None
     # Every figure is equal; only how many questions were asked differs, as each
     # shard asks its own (the local engine dedupes over a whole chunk).
-    assert local.summary.support.model_dump(exclude={"premises"}) == (
-        remote.summary.support.model_dump(exclude={"premises"})
-    )
+    assert figures(local.summary) == figures(remote.summary)
     assert 0 < local.summary.support.premises <= remote.summary.support.premises
     local_rows = (tmp_path / "local" / "rows.jsonl").read_bytes()
     remote_rows = (tmp_path / "ray" / "rows.jsonl").read_bytes()
@@ -127,20 +132,10 @@ def test_an_nli_model_on_ray_gives_the_local_figures(cluster, tmp_path):
     spec = parse_verifier_spec(f"nli:{folder}")
     runs = write_runs(tmp_path / "runs.jsonl", rows=20)
     local = run_check(runs, tmp_path / "local", CitationScorer(), verifier=build_verifier(spec))
-    remote = run_ray_check(
-        runs,
-        tmp_path / "ray",
-        ScorerSpec(),
-        workers=2,
-        concurrency=4,
-        shard_bytes=400,
-        verifier_factory=functools.partial(build_verifier, spec),
-    )
+    remote = on_ray(runs, tmp_path / "ray", ScorerSpec(), functools.partial(build_verifier, spec))
     assert remote.summary.support is not None
     assert "nli" == remote.summary.support.verifier["kind"]
-    assert local.summary.support.model_dump(exclude={"premises"}) == (
-        remote.summary.support.model_dump(exclude={"premises"})
-    )
+    assert figures(local.summary) == figures(remote.summary)
     assert 0 < (remote.summary.support.recall or 0) < 1
 
 
@@ -167,35 +162,17 @@ def test_a_judge_verifier_on_ray_is_recorded_and_replayed(cluster, tmp_path):
             verifier=JudgeVerifier(OpenAIChat(server.base_url, "m-1")),
         )
         spec = ScorerSpec(judge_model="m-1", judge_base_url=server.base_url)
-        remote = run_ray_check(
-            runs,
-            tmp_path / "ray",
-            spec,
-            workers=2,
-            concurrency=4,
-            shard_bytes=400,
-            verifier_factory=JudgeVerifierSpec(spec),
-        )
+        remote = on_ray(runs, tmp_path / "ray", spec, JudgeVerifierSpec(spec))
     assert remote.summary.support is not None
     assert "judge" == remote.summary.support.verifier["kind"]
-    assert local.summary.support.model_dump(exclude={"premises"}) == (
-        remote.summary.support.model_dump(exclude={"premises"})
-    )
+    assert figures(local.summary) == figures(remote.summary)
     assert 0 < (remote.summary.support.recall or 0) < 1
     lines = (tmp_path / "ray" / JUDGE_CALLS_NAME).read_text().splitlines()
     asked = [call for call in map(json.loads, lines) if call["prompt_sha256"] == PROMPT_SHA256]
     assert len(asked) == remote.summary.support.premises
     assert all(call["line"] is None for call in asked)
     replay = ScorerSpec(replay_judge=str(tmp_path / "ray"))
-    again = run_ray_check(
-        runs,
-        tmp_path / "again",
-        replay,
-        workers=2,
-        concurrency=4,
-        shard_bytes=400,
-        verifier_factory=JudgeVerifierSpec(replay),
-    )
+    again = on_ray(runs, tmp_path / "again", replay, JudgeVerifierSpec(replay))
     first = (
         (tmp_path / "ray" / "rows.jsonl").read_bytes().replace(remote.report.run_id.encode(), b"")
     )
@@ -220,9 +197,7 @@ def test_check_dataset_takes_a_verifier_and_gives_the_local_figures(cluster, tmp
         on_row=lambda _checked, columns: records.append(columns["record"]),
     )
     assert summary.support is not None
-    assert local.summary.support.model_dump(exclude={"premises"}) == (
-        summary.support.model_dump(exclude={"premises"})
-    )
+    assert figures(local.summary) == figures(summary)
     local_records = [
         json.loads(line) for line in (tmp_path / "local" / "rows.jsonl").read_text().splitlines()
     ]
