@@ -53,7 +53,6 @@ from citemark._pipelines.check.groups import OTHER_GROUP, GroupNames, group_name
 from citemark._pipelines.check.judge_calls import (
     JUDGE_CALLS_NAME,
     recording,
-    recording_verifier,
 )
 from citemark._pipelines.check.junit import JUNIT_NAME, JUnitSink
 from citemark._pipelines.check.names import HTML_NAME, ROWS_NAME
@@ -67,7 +66,7 @@ from citemark._pipelines.check.protocol import (
 )
 from citemark._pipelines.check.run import CheckResult, finish_outputs, start_outputs
 from citemark._pipelines.check.sinks import row_line
-from citemark._pipelines.check.support import SupportTally, merged, with_support
+from citemark._pipelines.check.support import SupportTally, merged
 from citemark._pipelines.check.tally import Tally
 from citemark._pipelines.eval_report import CheckSummary, MalformedLine
 from citemark._pipelines.readers.citemark_rows import CheckRow, RowOptions, parse_row
@@ -78,6 +77,7 @@ from citemark._pipelines.scale.shards import (
     RunPlan,
     ShardChecker,
     ShardSummary,
+    WorkerSupport,
     score_rows,
 )
 from citemark._pipelines.scale.watch import (
@@ -232,15 +232,17 @@ class CheckBatch:
         verifier_factory: Callable[[], Verifier] | None = None,
     ) -> None:
         self._scorer, self._recorder = recording(scorer_factory())
-        self._verifier = (
-            None
-            if verifier_factory is None
-            else recording_verifier(verifier_factory(), self._recorder)
-        )
         self._concurrency = concurrency
         self._group_by = group_by
         self._row_options = RowOptions(index_base=self._scorer.index_base)
         self._runner = asyncio.Runner()
+        self._support = (
+            None
+            if verifier_factory is None
+            else WorkerSupport(
+                verifier_factory, self._recorder, self._runner, self._scorer.index_base
+            )
+        )
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
         """Check one batch of rows."""
@@ -262,16 +264,9 @@ class CheckBatch:
         rows = [item for item in items if isinstance(item, CheckRow)]
         scores, errors, calls = self._score(rows)
         support = None
-        if self._verifier is not None:
-            support = SupportTally(self._verifier.identity.as_dict())
-            scores = with_support(
-                rows,
-                scores,
-                verifier=self._verifier,
-                runner=self._runner,
-                tally=support,
-                index_base=self._scorer.index_base,
-            )
+        if self._support is not None:
+            support = self._support.tally()
+            scores = self._support.add(rows, scores, support)
         out: dict[str, list[Any]] = {
             key: [] for key in ("line", "id", "record", "error", "judge_calls", "checked")
         }

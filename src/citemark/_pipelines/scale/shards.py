@@ -64,6 +64,7 @@ __all__ = [
     "RunPlan",
     "ShardChecker",
     "ShardSummary",
+    "WorkerSupport",
     "part_path",
     "score_rows",
     "shard_tally",
@@ -251,6 +252,46 @@ def _calls(recorder: JudgeCallRecorder | None, rows: int) -> list[list[dict[str,
     return recorder.take_batch(rows)
 
 
+class WorkerSupport:
+    """A worker's support verifier: built once, its judge's calls recorded, asked per chunk.
+
+    Args:
+        factory: Builds the verifier (``--verifier``); called here, once.
+        recorder: The worker's judge-call recorder: a judge verifier's calls are filed
+            there beside the scorer's (loose: they belong to no row).
+        runner: The worker's event loop.
+        index_base: The scorer's, for rows that do not state their own.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], Verifier],
+        recorder: JudgeCallRecorder | None,
+        runner: asyncio.Runner,
+        index_base: int,
+    ) -> None:
+        self._verifier = recording_verifier(factory(), recorder)
+        self._runner = runner
+        self._index_base = index_base
+
+    def tally(self) -> SupportTally:
+        """An empty tally under this verifier's identity."""
+        return SupportTally(self._verifier.identity.as_dict())
+
+    def add(
+        self, rows: Sequence[CheckRow], scores: Sequence[CitationScore], tally: SupportTally
+    ) -> list[CitationScore]:
+        """``scores`` with each row's support attached, the rows counted in ``tally``."""
+        return with_support(
+            rows,
+            scores,
+            verifier=self._verifier,
+            runner=self._runner,
+            tally=tally,
+            index_base=self._index_base,
+        )
+
+
 class ShardChecker:
     """A Ray actor's work: check whole shards and write their parts (see the module).
 
@@ -272,25 +313,25 @@ class ShardChecker:
         verifier_factory: Callable[[], Verifier] | None = None,
     ) -> None:
         self._scorer, self._recorder = recording(scorer_factory())
-        # A judge verifier's calls are recorded beside the scorer's (loose: no row).
-        self._verifier = (
-            None
-            if verifier_factory is None
-            else recording_verifier(verifier_factory(), self._recorder)
-        )
         self._plan = plan
         self._concurrency = concurrency
         self._group_by = group_by
         self._row_options = RowOptions(index_base=self._scorer.index_base)
         self._runner = asyncio.Runner()
+        self._support = (
+            None
+            if verifier_factory is None
+            else WorkerSupport(
+                verifier_factory, self._recorder, self._runner, self._scorer.index_base
+            )
+        )
 
     def check(self, shard: Mapping[str, Any], index: int) -> ShardSummary:
         """Read, score and write shard ``index``; return its summary."""
         writers = self._writers(index)
         junit = self._junit()
         tally = shard_tally(self._group_by)
-        verifier = self._verifier
-        support = None if verifier is None else SupportTally(verifier.identity.as_dict())
+        support = None if self._support is None else self._support.tally()
         page = _Page(self._plan.html_rows)
         lines = size = 0
         try:
@@ -377,15 +418,8 @@ class ShardChecker:
         scores, calls = score_rows(
             self._scorer, self._runner, rows, self._concurrency, self._recorder
         )
-        if self._verifier is not None and support is not None:
-            scores = with_support(
-                rows,
-                scores,
-                verifier=self._verifier,
-                runner=self._runner,
-                tally=support,
-                index_base=self._scorer.index_base,
-            )
+        if self._support is not None and support is not None:
+            scores = self._support.add(rows, scores, support)
         tally.add_scores(scores)
         rows_part = writers[ROWS_NAME]
         calls_part = writers.get(JUDGE_CALLS_NAME)
