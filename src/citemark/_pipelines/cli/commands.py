@@ -717,19 +717,13 @@ def _register(args: argparse.Namespace) -> int:
         problems = describe_validation_error(exc, Threshold.model_fields, phrasing="sentence")
         msg = f"the threshold is not valid: {problems}"
         raise UsageError(msg) from None
-    try:
+    with _calibration_refusals("write the registration", refused="registration refused"):
         if labels is not None:
             registration = register_threshold(labels, threshold, args.out)
             what = counted(len(labels.items), "item")
         else:
             registration = _register_support(args, threshold)
             what = f"{args.labels.name} under {args.support}"
-    except CalibrationError as exc:
-        msg = f"registration refused: {exc}"
-        raise UsageError(msg) from None
-    except OSError as exc:
-        msg = f"cannot write the registration: {exc.strerror or type(exc).__name__}"
-        raise UsageError(msg) from None
     if args.json:
         print_json({"registration": str(args.out), **registration.model_dump(mode="json")})
         return EXIT_OK
@@ -856,15 +850,15 @@ def _support_calibration(measured: SupportMeasurement, registration: Path) -> Su
 
 
 @contextlib.contextmanager
-def _calibration_refusals(doing: str) -> Iterator[None]:
-    """A measurement's refusals as one-line usage errors; ``doing`` says what failed on disk."""
+def _calibration_refusals(doing: str, refused: str = "calibration refused") -> Iterator[None]:
+    """Calibration's refusals as one-line usage errors; ``doing`` says what failed on disk."""
     try:
         yield
     except ValidationError:
         msg = "the registration file does not fit its schema"
         raise UsageError(msg) from None
     except CalibrationError as exc:
-        msg = f"calibration refused: {exc}"
+        msg = f"{refused}: {exc}"
         raise UsageError(msg) from None
     except OSError as exc:
         msg = f"cannot {doing}: {exc.strerror or type(exc).__name__}"
